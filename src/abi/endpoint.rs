@@ -1,0 +1,1 @@
+//! Mirror of `rdma/fi_endpoint.h`.

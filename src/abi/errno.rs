@@ -1,0 +1,1 @@
+//! Mirror of `rdma/fi_errno.h`.

@@ -1,0 +1,73 @@
+//! The C boundary: every `extern "C"` export of libfabric.so.1.
+//!
+//! Each export's body runs through [`guard`] (or one of its typed siblings),
+//! which catches panics (-FI_EOTHER) and turns the core's [`Error`] into a
+//! negative `FI_E*` code in one place.
+
+use crate::error::{Error, Result};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// Runs `f` for an export that returns `int`: `Ok(n)` -> n, `Err(e)` -> -e,
+/// a panic -> -FI_EOTHER (logged).
+pub(crate) fn guard(func: &str, f: impl FnOnce() -> Result<i32>) -> i32 {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => e.code(),
+        Err(_) => {
+            panic_logged(func);
+            Error::OTHER.code()
+        }
+    }
+}
+
+/// As [`guard`], for exports that return `ssize_t`.
+pub(crate) fn guard_ssize(func: &str, f: impl FnOnce() -> Result<isize>) -> isize {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(v)) => v,
+        Ok(Err(e)) => e.code() as isize,
+        Err(_) => {
+            panic_logged(func);
+            Error::OTHER.code() as isize
+        }
+    }
+}
+
+/// As [`guard`], for exports that return a value with no error channel
+/// (pointers, `uint64_t`): a panic or error yields `fallback`.
+pub(crate) fn guard_or<T>(func: &str, fallback: T, f: impl FnOnce() -> Result<T>) -> T {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(v)) => v,
+        Ok(Err(_)) => fallback,
+        Err(_) => {
+            panic_logged(func);
+            fallback
+        }
+    }
+}
+
+fn panic_logged(func: &str) {
+    crate::log::write_line(
+        "core",
+        crate::log::Level::Warn,
+        "core",
+        func,
+        0,
+        "internal panic caught at the C boundary; returning -FI_EOTHER",
+    );
+}
+
+/// Fails with -FI_EINVAL (and a warning naming `what`) when `p` is NULL.
+pub(crate) fn nonnull<T>(p: *const T, func: &str, what: &str) -> Result<()> {
+    if p.is_null() {
+        crate::log::emit(
+            "core",
+            crate::log::Level::Warn,
+            crate::log::Subsys::Core,
+            func,
+            line!(),
+            format_args!("{what} is NULL"),
+        );
+        return Err(Error::INVAL);
+    }
+    Ok(())
+}
