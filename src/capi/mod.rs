@@ -71,3 +71,27 @@ pub(crate) fn nonnull<T>(p: *const T, func: &str, what: &str) -> Result<()> {
     }
     Ok(())
 }
+
+/// `op!(ops, OpsType, slot)`: the function in an ops table's slot, or
+/// `Err(Error::NOSYS)` when the table is NULL, too short to hold the slot
+/// (its `size` field), or the slot is NULL.
+///
+/// Must be used inside an `unsafe` context where `ops` is NULL or points to a
+/// readable ops table.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! op {
+    ($ops:expr, $ty:ty, $slot:ident) => {{
+        let ops: *const $ty = $ops as *const $ty;
+        if ops.is_null() {
+            Err($crate::error::Error::NOSYS)
+        } else if (*ops).size <= ::core::mem::offset_of!($ty, $slot) {
+            Err($crate::error::Error::NOSYS)
+        } else {
+            match (*ops).$slot {
+                Some(f) => Ok(f),
+                None => Err($crate::error::Error::NOSYS),
+            }
+        }
+    }};
+}
