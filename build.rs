@@ -28,7 +28,15 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// (header, include guard, abi source, capi sources, includes)
-const HEADERS: &[(&str, &str, &str, &[&str], &[&str])] = &[
+type HeaderSpec = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static [&'static str],
+    &'static [&'static str],
+);
+
+const HEADERS: &[HeaderSpec] = &[
     (
         "fi_errno.h",
         "FI_ERRNO_H",
@@ -40,7 +48,7 @@ const HEADERS: &[(&str, &str, &str, &[&str], &[&str])] = &[
         "fabric.h",
         "FABRIC_H",
         "fabric.rs",
-        &["fabric.rs", "info.rs", "tostr.rs", "param.rs", "log.rs"],
+        &["fabric.rs", "info.rs", "tostr.rs"],
         &[
             "stdint.h",
             "stddef.h",
@@ -207,7 +215,7 @@ fn main() {
         let top = abi.join("c").join(format!("{header}.top"));
         let end = abi.join("c").join(format!("{header}.end"));
         cfg.after_includes = fs::read_to_string(&top).ok();
-        cfg.trailer = fs::read_to_string(&end).ok();
+        let end_text = fs::read_to_string(&end).ok();
         for (name, (file, kind)) in &owner {
             if file != src {
                 cfg.export
@@ -244,7 +252,13 @@ fn main() {
             .unwrap_or_else(|e| panic!("cbindgen failed on {header}: {e}"));
         let mut buf = Vec::new();
         bindings.write(&mut buf);
-        let text = inline_anonymous(&String::from_utf8(buf).unwrap());
+        let mut text = inline_anonymous(&String::from_utf8(buf).unwrap());
+        if let Some(end_text) = end_text {
+            // Inside the include guard, before its closing #endif.
+            let close = format!("#endif  /* {guard} */");
+            let at = text.rfind(&close).expect("generated header has its guard");
+            text.insert_str(at, &format!("{}\n\n", end_text.trim_end()));
+        }
         write_if_changed(&out_dir.join(header), &text);
     }
 }
@@ -259,15 +273,9 @@ fn scan_items(text: &str) -> Vec<Item> {
     let mut items = Vec::new();
     for line in text.lines() {
         let l = line.trim_start();
-        let kind = if let Some(rest) = l.strip_prefix("pub struct ") {
-            Some(("struct", rest))
-        } else if let Some(rest) = l.strip_prefix("pub union ") {
-            Some(("union", rest))
-        } else if let Some(rest) = l.strip_prefix("pub enum ") {
-            Some(("enum", rest))
-        } else {
-            None
-        };
+        let kind = [("pub struct ", "struct"), ("pub union ", "union"), ("pub enum ", "enum")]
+            .iter()
+            .find_map(|(prefix, kind)| l.strip_prefix(prefix).map(|rest| (*kind, rest)));
         if let Some((kind, rest)) = kind {
             let name: String = rest
                 .chars()
@@ -327,10 +335,9 @@ fn inline_anonymous(text: &str) -> String {
     while i < lines.len() {
         let l = lines[i];
         let def = ["union ", "struct "].iter().find_map(|kw| {
-            l.strip_prefix(kw)
-                .and_then(|r| r.strip_suffix(" {"))
-                .filter(|n| n.starts_with("__anon"))
-                .map(|n| (kw.trim().to_string(), n.to_string()))
+            let name = l.strip_prefix(kw)?.strip_suffix(" {")?;
+            name.starts_with("__anon")
+                .then(|| (kw.trim().to_string(), name.to_string()))
         });
         if let Some((kind, name)) = def {
             let mut body = Vec::new();

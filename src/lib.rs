@@ -8,8 +8,10 @@
 pub mod abi;
 pub mod capi;
 pub mod mr;
+#[cfg(any())]
 pub mod prov;
 pub mod errstr;
 pub mod error;
 #[macro_use]
 pub mod log;
+pub mod param;

@@ -8,17 +8,608 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <rdma/fi_errno.h>
+/* Attribute helpers, also used by the other rdma/ headers. */
+#ifdef __GNUC__
+#define FI_DEPRECATED_FUNC __attribute__((deprecated))
+#define FI_DEPRECATED_FIELD __attribute__((deprecated))
+#define FI_FORMAT_PRINTF(string, first) \
+	__attribute__((__format__(__printf__, (string), (first))))
+#else
+#define FI_DEPRECATED_FUNC
+#define FI_DEPRECATED_FIELD
+#define FI_FORMAT_PRINTF(string, first)
+#endif
 
+#if defined(__GNUC__) && !defined(__clang__)
+#define EXTERNALLY_VISIBLE externally_visible
+#else
+#define EXTERNALLY_VISIBLE
+#endif
+
+/* API versions are encoded as (major << 16) | minor. */
+#define FI_VERSION(major, minor) (((major) << 16) | (minor))
+#define FI_MAJOR(version) (version >> 16)
+#define FI_MINOR(version) (version & 0xFFFF)
+#define FI_VERSION_GE(v1, v2) (v1 >= v2)
+#define FI_VERSION_LT(v1, v2) (v1 < v2)
+
+/* True when the ops table is present, long enough for slot `op`, and the
+ * slot is set. */
+#define FI_CHECK_OP(ops, opstype, op) \
+	(ops && (ops->size > offsetof(opstype, op)) && ops->op)
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct fid;
+struct fid_fabric;
+struct fid_domain;
+struct fid_av;
+struct fid_wait;
+struct fid_poll;
+struct fid_eq;
+struct fid_cq;
+struct fid_cntr;
+struct fid_ep;
+struct fid_pep;
+struct fid_stx;
+struct fid_mr;
+struct fid_nic;
+struct fid_xpu_ctx;
+struct fi_info;
+struct fi_eq_attr;
+struct fi_wait_attr;
+
+#ifdef __cplusplus
+}
+#endif
+
+/* Special size_t values: a shared context, and "use the AV's auth key". */
+#define FI_SHARED_CONTEXT SIZE_MAX
+#define FI_AV_AUTH_KEY SIZE_MAX
+
+/* Deprecated values: each use draws a compiler warning. */
+#define FI_MR_UNSPEC _Pragma("GCC warning \"'FI_MR_UNSPEC' is deprecated\"") (0)
+#define FI_MR_BASIC _Pragma("GCC warning \"'FI_MR_BASIC' is deprecated\"") (1 << 0)
+#define FI_MR_SCALABLE _Pragma("GCC warning \"'FI_MR_SCALABLE' is deprecated\"") (1 << 1)
+#define FI_ORDER_NONE _Pragma("GCC warning \"'FI_ORDER_NONE' is deprecated\"") 0ULL
+#define FI_ORDER_STRICT _Pragma("GCC warning \"'FI_ORDER_STRICT' is deprecated\"") 0x1FF
+#define FI_ORDER_DATA _Pragma("GCC warning \"'FI_ORDER_DATA' is deprecated\"") (1ULL << 16)
+#define FI_LOCAL_MR _Pragma("GCC warning \"'FI_LOCAL_MR' is deprecated\"") (1ULL << 55)
+
+/**
+ * Major version of the API these headers describe.
+ */
 #define FI_MAJOR_VERSION 2
 
+/**
+ * Minor version of the API these headers describe.
+ */
 #define FI_MINOR_VERSION 7
+
+/**
+ * Revision (patch level) of the headers.
+ */
+#define FI_REVISION_VERSION 0
+
+/**
+ * Kept for source compatibility; libfabric gives it no meaning.
+ */
+#define FI_NAME_MAX 64
+
+/**
+ * Frozen count of atomic operations (see fi_atomic.h); never changes.
+ */
+#define FI_ATOMIC_OP_LAST 19
+
+/**
+ * Frozen count of atomic datatypes; not the real last datatype.
+ */
+#define FI_DATATYPE_LAST 14
 
 #define FI_MSG (1ull << 1)
 
-#define FI_MR_LOCAL (1 << 2)
+#define FI_RMA (1ull << 2)
+
+#define FI_TAGGED (1ull << 3)
+
+#define FI_ATOMIC (1ull << 4)
+
+#define FI_ATOMICS FI_ATOMIC
+
+#define FI_MULTICAST (1ull << 5)
+
+#define FI_COLLECTIVE (1ull << 6)
+
+#define FI_READ (1ull << 8)
+
+#define FI_WRITE (1ull << 9)
+
+#define FI_RECV (1ull << 10)
+
+#define FI_SEND (1ull << 11)
+
+#define FI_TRANSMIT FI_SEND
+
+#define FI_REMOTE_READ (1ull << 12)
+
+#define FI_REMOTE_WRITE (1ull << 13)
+
+#define FI_MULTI_RECV (1ull << 16)
+
+#define FI_REMOTE_CQ_DATA (1ull << 17)
+
+#define FI_MORE (1ull << 18)
+
+#define FI_PEEK (1ull << 19)
+
+#define FI_TRIGGER (1ull << 20)
+
+#define FI_FENCE (1ull << 21)
+
+#define FI_COMPLETION (1ull << 24)
+
+#define FI_EVENT FI_COMPLETION
+
+#define FI_INJECT (1ull << 25)
+
+#define FI_INJECT_COMPLETE (1ull << 26)
+
+#define FI_TRANSMIT_COMPLETE (1ull << 27)
+
+#define FI_DELIVERY_COMPLETE (1ull << 28)
+
+#define FI_AFFINITY (1ull << 29)
+
+#define FI_COMMIT_COMPLETE (1ull << 30)
+
+#define FI_MATCH_COMPLETE (1ull << 31)
 
 /**
- * `enum fi_progress`.
+ * fi_getinfo flag: rediscover interfaces instead of using cached results.
+ * Since 2.2.
+ */
+#define FI_RESCAN (1ull << 35)
+
+#define FI_PEER_TRANSFER (1ull << 36)
+
+#define FI_AV_USER_ID (1ull << 41)
+
+/**
+ * fi_av_insert flag: the peer is behind a firewall; do not connect to it.
+ * Since 2.2.
+ */
+#define FI_FIREWALL_ADDR (1ull << 42)
+
+#define FI_PEER (1ull << 43)
+
+/**
+ * Capability: resources may be driven by an accelerator (see fi_xpu.h).
+ * Since 2.7.
+ */
+#define FI_XPU (1ull << 44)
+
+#define FI_TAGGED_DIRECTED_RECV (1ull << 45)
+
+#define FI_TAGGED_MULTI_RECV (1ull << 46)
+
+#define FI_HMEM (1ull << 47)
+
+#define FI_EXACT_DIRECTED_RECV (1ull << 48)
+
+#define FI_RMA_PMEM (1ull << 49)
+
+#define FI_SOURCE_ERR (1ull << 50)
+
+#define FI_LOCAL_COMM (1ull << 51)
+
+#define FI_REMOTE_COMM (1ull << 52)
+
+#define FI_SHARED_AV (1ull << 53)
+
+#define FI_PROV_ATTR_ONLY (1ull << 54)
+
+#define FI_NUMERICHOST (1ull << 55)
+
+#define FI_RMA_EVENT (1ull << 56)
+
+#define FI_SOURCE (1ull << 57)
+
+#define FI_NAMED_RX_CTX (1ull << 58)
+
+#define FI_DIRECTED_RECV (1ull << 59)
+
+#define FI_CLAIM (1ull << 59)
+
+#define FI_DISCARD (1ull << 58)
+
+#define FI_AUTH_KEY (1ull << 57)
+
+#define FI_FORMAT_UNSPEC 0
+
+#define FI_SOCKADDR 1
+
+#define FI_SOCKADDR_IN 2
+
+#define FI_SOCKADDR_IN6 3
+
+#define FI_SOCKADDR_IB 4
+
+#define FI_ADDR_PSMX 5
+
+#define FI_ADDR_GNI 6
+
+#define FI_ADDR_BGQ 7
+
+#define FI_ADDR_MLX 8
+
+#define FI_ADDR_STR 9
+
+#define FI_ADDR_PSMX2 10
+
+#define FI_ADDR_IB_UD 11
+
+#define FI_ADDR_EFA 12
+
+#define FI_ADDR_PSMX3 13
+
+#define FI_ADDR_OPX 14
+
+#define FI_ADDR_CXI 15
+
+#define FI_ADDR_UCX 16
+
+/**
+ * Either FI_SOCKADDR_IN or FI_SOCKADDR_IN6. Since 2.3.
+ */
+#define FI_SOCKADDR_IP 17
+
+/**
+ * No address / any address (`fi_addr_t`).
+ */
+#define FI_ADDR_UNSPEC UINT64_MAX
+
+/**
+ * The address could not be resolved (`fi_addr_t`).
+ */
+#define FI_ADDR_NOTAVAIL UINT64_MAX
+
+/**
+ * No memory-region key is available.
+ */
+#define FI_KEY_NOTAVAIL UINT64_MAX
+
+#define FI_MR_LOCAL (1 << 2)
+
+#define FI_MR_RAW (1 << 3)
+
+#define FI_MR_VIRT_ADDR (1 << 4)
+
+#define FI_MR_ALLOCATED (1 << 5)
+
+#define FI_MR_PROV_KEY (1 << 6)
+
+#define FI_MR_MMU_NOTIFY (1 << 7)
+
+#define FI_MR_RMA_EVENT (1 << 8)
+
+#define FI_MR_ENDPOINT (1 << 9)
+
+#define FI_MR_HMEM (1 << 10)
+
+#define FI_MR_COLLECTIVE (1 << 11)
+
+/**
+ * Transfers started by an XPU need a descriptor from fi_mr_get_xpu_desc().
+ * Since 2.7.
+ */
+#define FI_MR_XPU_DESC (1 << 12)
+
+#define FI_ORDER_RAR (1ull << 0)
+
+#define FI_ORDER_RAW (1ull << 1)
+
+#define FI_ORDER_RAS (1ull << 2)
+
+#define FI_ORDER_WAR (1ull << 3)
+
+#define FI_ORDER_WAW (1ull << 4)
+
+#define FI_ORDER_WAS (1ull << 5)
+
+#define FI_ORDER_SAR (1ull << 6)
+
+#define FI_ORDER_SAW (1ull << 7)
+
+#define FI_ORDER_SAS (1ull << 8)
+
+#define FI_ORDER_RMA_RAR (1ull << 32)
+
+#define FI_ORDER_RMA_RAW (1ull << 33)
+
+#define FI_ORDER_RMA_WAR (1ull << 34)
+
+#define FI_ORDER_RMA_WAW (1ull << 35)
+
+#define FI_ORDER_ATOMIC_RAR (1ull << 36)
+
+#define FI_ORDER_ATOMIC_RAW (1ull << 37)
+
+#define FI_ORDER_ATOMIC_WAR (1ull << 38)
+
+#define FI_ORDER_ATOMIC_WAW (1ull << 39)
+
+#define FI_PROTO_UNSPEC 0
+
+#define FI_PROTO_RDMA_CM_IB_RC 1
+
+#define FI_PROTO_IWARP 2
+
+#define FI_PROTO_IB_UD 3
+
+#define FI_PROTO_PSMX 4
+
+#define FI_PROTO_UDP 5
+
+#define FI_PROTO_SOCK_TCP 6
+
+#define FI_PROTO_MXM 7
+
+#define FI_PROTO_IWARP_RDM 8
+
+#define FI_PROTO_IB_RDM 9
+
+#define FI_PROTO_GNI 10
+
+#define FI_PROTO_RXM 11
+
+#define FI_PROTO_RXD 12
+
+#define FI_PROTO_MLX 13
+
+#define FI_PROTO_NETWORKDIRECT 14
+
+#define FI_PROTO_PSMX2 15
+
+#define FI_PROTO_SHM 16
+
+#define FI_PROTO_MRAIL 17
+
+#define FI_PROTO_RSTREAM 18
+
+#define FI_PROTO_RDMA_CM_IB_XRC 19
+
+#define FI_PROTO_EFA 20
+
+#define FI_PROTO_PSMX3 21
+
+#define FI_PROTO_RXM_TCP 22
+
+#define FI_PROTO_OPX 23
+
+#define FI_PROTO_CXI 24
+
+#define FI_PROTO_XNET 25
+
+#define FI_PROTO_COLL 26
+
+#define FI_PROTO_UCX 27
+
+#define FI_PROTO_SM2 28
+
+#define FI_PROTO_CXI_RNR 29
+
+#define FI_PROTO_LPP 30
+
+#define FI_PROTO_LNX 31
+
+#define FI_TAG_BITS 0
+
+#define FI_TAG_MPI 1
+
+#define FI_TAG_CCL 2
+
+#define FI_TAG_MAX_FORMAT (1 << 16)
+
+#define FI_TC_UNSPEC 0
+
+#define FI_TC_DSCP 256
+
+#define FI_TC_LABEL 512
+
+#define FI_TC_BEST_EFFORT FI_TC_LABEL
+
+#define FI_TC_LOW_LATENCY (FI_TC_LABEL + 1)
+
+#define FI_TC_DEDICATED_ACCESS (FI_TC_LABEL + 2)
+
+#define FI_TC_BULK_DATA (FI_TC_LABEL + 3)
+
+#define FI_TC_SCAVENGER (FI_TC_LABEL + 4)
+
+#define FI_TC_NETWORK_CTRL (FI_TC_LABEL + 5)
+
+#define FI_CONTEXT (1ull << 59)
+
+#define FI_MSG_PREFIX (1ull << 58)
+
+#define FI_ASYNC_IOV (1ull << 57)
+
+#define FI_RX_CQ_DATA (1ull << 56)
+
+#define FI_CONTEXT2 (1ull << 52)
+
+#define FI_CLASS_UNSPEC 0
+
+#define FI_CLASS_FABRIC 1
+
+#define FI_CLASS_DOMAIN 2
+
+#define FI_CLASS_EP 3
+
+#define FI_CLASS_SEP 4
+
+#define FI_CLASS_RX_CTX 5
+
+#define FI_CLASS_SRX_CTX 6
+
+#define FI_CLASS_TX_CTX 7
+
+#define FI_CLASS_STX_CTX 8
+
+#define FI_CLASS_PEP 9
+
+#define FI_CLASS_INTERFACE 10
+
+#define FI_CLASS_AV 11
+
+#define FI_CLASS_MR 12
+
+#define FI_CLASS_EQ 13
+
+#define FI_CLASS_CQ 14
+
+#define FI_CLASS_CNTR 15
+
+#define FI_CLASS_WAIT 16
+
+#define FI_CLASS_POLL 17
+
+#define FI_CLASS_CONNREQ 18
+
+#define FI_CLASS_MC 19
+
+#define FI_CLASS_NIC 20
+
+#define FI_CLASS_AV_SET 21
+
+#define FI_CLASS_MR_CACHE 22
+
+#define FI_CLASS_MEM_MONITOR 23
+
+#define FI_CLASS_PEER_CQ 24
+
+#define FI_CLASS_PEER_SRX 25
+
+#define FI_CLASS_LOG 26
+
+#define FI_CLASS_PEER_AV 27
+
+#define FI_CLASS_PEER_AV_SET 28
+
+#define FI_CLASS_PEER_CNTR 29
+
+#define FI_CLASS_PROFILE 30
+
+/**
+ * Class of `struct fid_xpu_ctx`. Since 2.7.
+ */
+#define FI_CLASS_XPU_CTX 31
+
+/**
+ * fi_bind flag: only operations flagged FI_COMPLETION generate completions.
+ */
+#define FI_SELECTIVE_COMPLETION (1ull << 59)
+
+#define FI_GETFIDFLAG 0
+
+#define FI_SETFIDFLAG 1
+
+#define FI_GETOPSFLAG 2
+
+#define FI_SETOPSFLAG 3
+
+#define FI_ALIAS 4
+
+#define FI_GETWAIT 5
+
+#define FI_ENABLE 6
+
+#define FI_BACKLOG 7
+
+#define FI_GET_RAW_MR 8
+
+#define FI_MAP_RAW_MR 9
+
+#define FI_UNMAP_KEY 10
+
+#define FI_QUEUE_WORK 11
+
+#define FI_CANCEL_WORK 12
+
+#define FI_FLUSH_WORK 13
+
+#define FI_REFRESH 14
+
+#define FI_DUP 15
+
+#define FI_GETWAITOBJ 16
+
+#define FI_GET_VAL 17
+
+#define FI_SET_VAL 18
+
+#define FI_EXPORT_FID 19
+
+/**
+ * Returns the object's file descriptor (`int *`). Since 2.2.
+ */
+#define FI_GET_FD 20
+
+/**
+ * Fills a `struct fi_mr_xpu_desc`. Since 2.7.
+ */
+#define FI_GET_MR_XPU_DESC 21
+
+/**
+ * `enum fi_av_type`: how an address vector maps addresses.
+ */
+enum fi_av_type {
+  FI_AV_UNSPEC = 0,
+  FI_AV_MAP = 1,
+  FI_AV_TABLE = 2,
+};
+
+/**
+ * `enum fi_bus_type`: the bus a NIC sits on.
+ */
+enum fi_bus_type {
+  FI_BUS_UNSPEC = 0,
+  FI_BUS_PCI = 1,
+};
+
+/**
+ * `enum fi_ep_type`: endpoint communication model.
+ */
+enum fi_ep_type {
+  FI_EP_UNSPEC = 0,
+  FI_EP_MSG = 1,
+  FI_EP_DGRAM = 2,
+  FI_EP_RDM = 3,
+};
+
+/**
+ * `enum fi_link_state`: whether a NIC's link is up.
+ */
+enum fi_link_state {
+  FI_LINK_UNKNOWN = 0,
+  FI_LINK_DOWN = 1,
+  FI_LINK_UP = 2,
+};
+
+/**
+ * `enum fi_param_type`: the type of a runtime parameter's value.
+ */
+enum fi_param_type {
+  FI_PARAM_STRING = 0,
+  FI_PARAM_INT = 1,
+  FI_PARAM_BOOL = 2,
+  FI_PARAM_SIZE_T = 3,
+};
+
+/**
+ * `enum fi_progress`: who drives progress.
  */
 enum fi_progress {
   FI_PROGRESS_UNSPEC = 0,
@@ -27,19 +618,98 @@ enum fi_progress {
   FI_PROGRESS_CONTROL_UNIFIED = 3,
 };
 
-struct fi_domain_attr {
-  struct fid_domain *domain;
-  char *name;
-  enum fi_progress control_progress;
-  union {
-    enum fi_progress data_progress;
-    enum fi_progress progress;
-  };
-  size_t mr_key_size;
+/**
+ * `enum fi_resource_mgmt`: whether the provider guards against overruns.
+ */
+enum fi_resource_mgmt {
+  FI_RM_UNSPEC = 0,
+  FI_RM_DISABLED = 1,
+  FI_RM_ENABLED = 2,
 };
 
 /**
- * All fabric interface descriptors start with this structure.
+ * `enum fi_threading`: the thread-safety level of a domain.
+ */
+enum fi_threading {
+  FI_THREAD_UNSPEC = 0,
+  FI_THREAD_SAFE = 1,
+  FI_THREAD_FID = 2,
+  FI_THREAD_DOMAIN = 3,
+  FI_THREAD_COMPLETION = 4,
+  FI_THREAD_ENDPOINT = 5,
+};
+
+/**
+ * `enum fi_type`: what `fi_tostr()` is asked to print.
+ */
+enum fi_type {
+  FI_TYPE_INFO = 0,
+  FI_TYPE_EP_TYPE = 1,
+  FI_TYPE_CAPS = 2,
+  FI_TYPE_OP_FLAGS = 3,
+  FI_TYPE_ADDR_FORMAT = 4,
+  FI_TYPE_TX_ATTR = 5,
+  FI_TYPE_RX_ATTR = 6,
+  FI_TYPE_EP_ATTR = 7,
+  FI_TYPE_DOMAIN_ATTR = 8,
+  FI_TYPE_FABRIC_ATTR = 9,
+  FI_TYPE_THREADING = 10,
+  FI_TYPE_PROGRESS = 11,
+  FI_TYPE_PROTOCOL = 12,
+  FI_TYPE_MSG_ORDER = 13,
+  FI_TYPE_MODE = 14,
+  FI_TYPE_AV_TYPE = 15,
+  FI_TYPE_ATOMIC_TYPE = 16,
+  FI_TYPE_ATOMIC_OP = 17,
+  FI_TYPE_VERSION = 18,
+  FI_TYPE_EQ_EVENT = 19,
+  FI_TYPE_CQ_EVENT_FLAGS = 20,
+  FI_TYPE_MR_MODE = 21,
+  FI_TYPE_OP_TYPE = 22,
+  FI_TYPE_FID = 23,
+  FI_TYPE_COLLECTIVE_OP = 24,
+  FI_TYPE_HMEM_IFACE = 25,
+  FI_TYPE_CQ_FORMAT = 26,
+  FI_TYPE_LOG_LEVEL = 27,
+  FI_TYPE_LOG_SUBSYS = 28,
+  FI_TYPE_AV_ATTR = 29,
+  FI_TYPE_CQ_ATTR = 30,
+  FI_TYPE_MR_ATTR = 31,
+  FI_TYPE_CNTR_ATTR = 32,
+  FI_TYPE_CQ_ERR_ENTRY = 33,
+  /**
+   * `enum fi_cq_wait_cond`. Since 2.6 or earlier (not in 2.1).
+   */
+  FI_TYPE_CQ_WAIT_COND = 34,
+  /**
+   * `enum fi_wait_obj`. Since 2.6 or earlier (not in 2.1).
+   */
+  FI_TYPE_WAIT_OBJ = 35,
+};
+
+/**
+ * Sizes of the fi_info structures in one ABI version of libfabric.
+ * Newer versions only ever appended fields.
+ */
+struct Layout;
+
+/**
+ * Operations every fabric object supports. Slots past `size` (and NULL
+ * slots) are treated as not implemented.
+ */
+struct fi_ops {
+  size_t size;
+  int (*close)(struct fid *fid);
+  int (*bind)(struct fid *fid, struct fid *bfid, uint64_t flags);
+  int (*control)(struct fid *fid, int command, void *arg);
+  int (*ops_open)(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context);
+  int (*tostr)(const struct fid *fid, char *buf, size_t len);
+  int (*ops_set)(struct fid *fid, const char *name, uint64_t flags, void *ops, void *context);
+};
+
+/**
+ * Head of every fabric object: its class (FI_CLASS_*), the caller's
+ * context, and its operations.
  */
 struct fid {
   size_t fclass;
@@ -47,11 +717,562 @@ struct fid {
   struct fi_ops *ops;
 };
 
-struct fi_ops {
+/**
+ * Generic handle to any fabric object.
+ */
+typedef struct fid *fid_t;
+
+/**
+ * Transmit context attributes.
+ */
+struct fi_tx_attr {
+  uint64_t caps;
+  uint64_t mode;
+  uint64_t op_flags;
+  uint64_t msg_order;
+  uint64_t comp_order;
+  size_t inject_size;
   size_t size;
-  int (*close)(struct fid *fid);
+  size_t iov_limit;
+  size_t rma_iov_limit;
+  uint32_t tclass;
 };
 
+/**
+ * Receive context attributes.
+ */
+struct fi_rx_attr {
+  uint64_t caps;
+  uint64_t mode;
+  uint64_t op_flags;
+  uint64_t msg_order;
+  uint64_t comp_order;
+  size_t total_buffered_recv;
+  size_t size;
+  size_t iov_limit;
+};
+
+/**
+ * Endpoint attributes.
+ */
+struct fi_ep_attr {
+  enum fi_ep_type type;
+  uint32_t protocol;
+  uint32_t protocol_version;
+  size_t max_msg_size;
+  size_t msg_prefix_size;
+  size_t max_order_raw_size;
+  size_t max_order_war_size;
+  size_t max_order_waw_size;
+  uint64_t mem_tag_format;
+  size_t tx_ctx_cnt;
+  size_t rx_ctx_cnt;
+  size_t auth_key_size;
+  uint8_t *auth_key;
+  /**
+   * XPU context an FI_XPU endpoint is tied to; NULL for host endpoints.
+   * Since 2.7.
+   */
+  struct fid_xpu_ctx *xpu_ctx;
+};
+
+/**
+ * Domain attributes.
+ */
+struct fi_domain_attr {
+  struct fid_domain *domain;
+  char *name;
+  enum fi_threading threading;
+  enum fi_progress control_progress;
+  union {
+    enum fi_progress data_progress;
+    enum fi_progress progress;
+  };
+  enum fi_resource_mgmt resource_mgmt;
+  enum fi_av_type av_type;
+  int mr_mode;
+  size_t mr_key_size;
+  size_t cq_data_size;
+  size_t cq_cnt;
+  size_t ep_cnt;
+  size_t tx_ctx_cnt;
+  size_t rx_ctx_cnt;
+  size_t max_ep_tx_ctx;
+  size_t max_ep_rx_ctx;
+  size_t max_ep_stx_ctx;
+  size_t max_ep_srx_ctx;
+  size_t cntr_cnt;
+  size_t mr_iov_limit;
+  uint64_t caps;
+  uint64_t mode;
+  uint8_t *auth_key;
+  size_t auth_key_size;
+  size_t max_err_data;
+  size_t mr_cnt;
+  uint32_t tclass;
+  size_t max_ep_auth_key;
+  uint32_t max_group_id;
+  /**
+   * Largest value a counter can hold; 0 or UINT64_MAX means the full range.
+   * Since 2.5.
+   */
+  uint64_t max_cntr_value;
+  /**
+   * Largest value a counter's error count can hold. Since 2.5.
+   */
+  uint64_t max_err_cntr_value;
+  /**
+   * Number of XPU contexts the domain supports; 0 means no XPU support.
+   * Since 2.7.
+   */
+  size_t max_xpu_ctx_cnt;
+};
+
+/**
+ * Operations of a fabric object.
+ */
+struct fi_ops_fabric {
+  size_t size;
+  int (*domain)(struct fid_fabric *fabric,
+                struct fi_info *info,
+                struct fid_domain **dom,
+                void *context);
+  int (*passive_ep)(struct fid_fabric *fabric,
+                    struct fi_info *info,
+                    struct fid_pep **pep,
+                    void *context);
+  int (*eq_open)(struct fid_fabric *fabric,
+                 struct fi_eq_attr *attr,
+                 struct fid_eq **eq,
+                 void *context);
+  int (*wait_open)(struct fid_fabric *fabric, struct fi_wait_attr *attr, struct fid_wait **waitset);
+  int (*trywait)(struct fid_fabric *fabric, struct fid **fids, int count);
+  int (*domain2)(struct fid_fabric *fabric,
+                 struct fi_info *info,
+                 struct fid_domain **dom,
+                 uint64_t flags,
+                 void *context);
+};
+
+/**
+ * An open fabric; `api_version` is the version the application asked for.
+ */
+struct fid_fabric {
+  struct fid fid;
+  struct fi_ops_fabric *ops;
+  uint32_t api_version;
+};
+
+/**
+ * Fabric attributes.
+ */
+struct fi_fabric_attr {
+  struct fid_fabric *fabric;
+  char *name;
+  char *prov_name;
+  uint32_t prov_version;
+  uint32_t api_version;
+};
+
+/**
+ * NIC identification strings (any may be NULL).
+ */
+struct fi_device_attr {
+  char *name;
+  char *device_id;
+  char *device_version;
+  char *vendor_id;
+  char *driver;
+  char *firmware;
+};
+
+/**
+ * PCI address of a NIC.
+ */
+struct fi_pci_attr {
+  uint16_t domain_id;
+  uint8_t bus_id;
+  uint8_t device_id;
+  uint8_t function_id;
+};
+
+/**
+ * Where a NIC is attached.
+ */
+struct fi_bus_attr {
+  enum fi_bus_type bus_type;
+  union {
+    struct fi_pci_attr pci;
+  } attr;
+};
+
+/**
+ * Link attributes of a NIC.
+ */
+struct fi_link_attr {
+  char *address;
+  size_t mtu;
+  size_t speed;
+  enum fi_link_state state;
+  char *network_type;
+};
+
+/**
+ * A NIC description attached to `fi_info.nic`; any attribute may be NULL.
+ */
+struct fid_nic {
+  struct fid fid;
+  struct fi_device_attr *device_attr;
+  struct fi_bus_attr *bus_attr;
+  struct fi_link_attr *link_attr;
+  void *prov_attr;
+};
+
+/**
+ * One discovered (or requested) configuration. Lists are linked by `next`
+ * and released with fi_freeinfo().
+ */
+struct fi_info {
+  struct fi_info *next;
+  uint64_t caps;
+  uint64_t mode;
+  uint32_t addr_format;
+  size_t src_addrlen;
+  size_t dest_addrlen;
+  void *src_addr;
+  void *dest_addr;
+  fid_t handle;
+  struct fi_tx_attr *tx_attr;
+  struct fi_rx_attr *rx_attr;
+  struct fi_ep_attr *ep_attr;
+  struct fi_domain_attr *domain_attr;
+  struct fi_fabric_attr *fabric_attr;
+  struct fid_nic *nic;
+};
+
+/**
+ * Argument of FI_ALIAS: where to store the new alias, and its flags.
+ */
+struct fi_alias {
+  struct fid **fid;
+  uint64_t flags;
+};
+
+/**
+ * Scratch space the provider may use per operation when FI_CONTEXT is set;
+ * owned by the application until the operation completes.
+ */
+struct fi_context {
+  void *internal[4];
+};
+
+/**
+ * As `fi_context`, twice the size, for FI_CONTEXT2.
+ */
+struct fi_context2 {
+  void *internal[8];
+};
+
+/**
+ * Argument of FI_GET_VAL / FI_SET_VAL: a variable name and its value.
+ * Provider-specific names set the top bit.
+ */
+struct fi_fid_var {
+  int name;
+  void *val;
+};
+
+/**
+ * One buffer of an atomic operation: `count` elements at `addr`.
+ */
+struct fi_ioc {
+  void *addr;
+  size_t count;
+};
+
+/**
+ * Argument of FI_MAP_RAW_MR: a raw key to turn into a 64-bit key.
+ */
+struct fi_mr_map_raw {
+  uint64_t flags;
+  uint64_t base_addr;
+  uint8_t *raw_key;
+  size_t key_size;
+  uint64_t *key;
+};
+
+/**
+ * Argument of FI_GET_RAW_MR: outputs for a memory region's raw key.
+ * `*key_size` is the buffer size on input and the key size on output.
+ */
+struct fi_mr_raw_attr {
+  uint64_t flags;
+  uint64_t *base_addr;
+  uint8_t *raw_key;
+  size_t *key_size;
+};
+
+/**
+ * Argument of FI_GET_MR_XPU_DESC (used by fi_mr_get_xpu_desc()): the
+ * caller's buffer and its size (`*len`: in, buffer size; out, bytes
+ * written or needed), flags, and the XPU context the descriptor is for.
+ * Since 2.7.
+ */
+struct fi_mr_xpu_desc {
+  void *buf;
+  size_t *len;
+  uint64_t flags;
+  struct fid_xpu_ctx *ctx;
+};
+
+/**
+ * One runtime parameter as reported by fi_getparams(); `value` is NULL
+ * when the parameter is not set.
+ */
+struct fi_param {
+  const char *name;
+  enum fi_param_type type;
+  const char *help_string;
+  const char *value;
+};
+
+/**
+ * Context reported for a receive completed on an endpoint that shares a
+ * receive context.
+ */
+struct fi_recv_context {
+  struct fid_ep *ep;
+  void *context;
+};
+
+/**
+ * Address handle returned by an address vector.
+ */
 typedef uint64_t fi_addr_t;
+
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
+/**
+ * Closes a fabric object and releases its resources. Objects opened from
+ * it usually must be closed first (-FI_EBUSY otherwise).
+ *
+ * Returns 0, the provider's negative FI_E* code, -FI_EINVAL for a NULL
+ * `fid`, or -FI_ENOSYS if the object has no close operation.
+ *
+ * # Safety
+ * `fid` must be NULL or point to a live fabric object; after success it is
+ * gone and must not be used again.
+ */
+int fi_close(struct fid *fid);
+
+/**
+ * Performs object-specific control `command` (FI_GETFIDFLAG, FI_ENABLE,
+ * FI_GET_RAW_MR, ...) with `arg` as that command defines it.
+ *
+ * Returns the provider's result, -FI_EINVAL for a NULL `fid`, or
+ * -FI_ENOSYS if the object has no control operation.
+ *
+ * # Safety
+ * `fid` must be NULL or point to a live fabric object; `arg` must be what
+ * `command` expects.
+ */
+int fi_control(struct fid *fid, int command, void *arg);
+
+/**
+ * Creates an alias of `fid` with operation flags `flags`, storing the new
+ * object in `*alias_fid` (fi_control with FI_ALIAS). The alias is closed
+ * with fi_close like any object.
+ *
+ * Returns 0 or a negative FI_E* code as fi_control does.
+ *
+ * # Safety
+ * `fid` must be NULL or point to a live fabric object; `alias_fid` must be
+ * writable as the provider requires.
+ */
+int fi_alias(struct fid *fid, struct fid **alias_fid, uint64_t flags);
+
+/**
+ * Reads the object variable `name` into `val` (fi_control with
+ * FI_GET_VAL). Provider-specific names have the top bit set.
+ *
+ * Returns 0 or a negative FI_E* code as fi_control does.
+ *
+ * # Safety
+ * `fid` must be NULL or point to a live fabric object; `val` must point to
+ * storage of the type `name` defines.
+ */
+int fi_get_val(struct fid *fid, int name, void *val);
+
+/**
+ * Sets the object variable `name` from `val` (fi_control with
+ * FI_SET_VAL).
+ *
+ * Returns 0 or a negative FI_E* code as fi_control does.
+ *
+ * # Safety
+ * `fid` must be NULL or point to a live fabric object; `val` must point to
+ * a value of the type `name` defines.
+ */
+int fi_set_val(struct fid *fid, int name, void *val);
+
+/**
+ * Opens the provider-specific interface `name` on an object; on success
+ * `*ops` points to the provider's operations table, owned by the provider.
+ *
+ * Returns 0, the provider's negative FI_E* code (-FI_ENOSYS for an unknown
+ * name), -FI_EINVAL for a NULL `fid`, or -FI_ENOSYS if the object has no
+ * ops_open operation.
+ *
+ * # Safety
+ * `fid` must be NULL or point to a live fabric object; `name` must be a
+ * NUL-terminated string; `ops` must be writable.
+ */
+int fi_open_ops(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context);
+
+/**
+ * Installs the caller's operations table `ops` for interface `name` on an
+ * object (for example peer or logging hooks).
+ *
+ * Returns 0, the provider's negative FI_E* code, -FI_EINVAL for a NULL
+ * `fid`, or -FI_ENOSYS if the object has no ops_set operation.
+ *
+ * # Safety
+ * `fid` must be NULL or point to a live fabric object; `name` must be a
+ * NUL-terminated string; `ops` must be what `name` defines and outlive its
+ * use by the provider.
+ */
+int fi_set_ops(struct fid *fid, const char *name, uint64_t flags, void *ops, void *context);
+
+/**
+ * Returns the fi_info structures that describe the fabric services
+ * available and matching `hints` (NULL: everything), as a list the caller
+ * releases with fi_freeinfo.
+ *
+ * Returns 0, -FI_ENODATA when nothing matches, -FI_ENOSYS for an API
+ * version newer than this library's, -FI_EINVAL for a NULL `info` or
+ * malformed hints, -FI_ENOMEM.
+ *
+ * # Safety
+ * `hints` is NULL or a valid fi_info (API 1.10 ABI layout); `node` and
+ * `service` are NULL or strings; `info` is NULL or writable.
+ */
+int fi_getinfo(uint32_t version,
+               const char *node,
+               const char *service,
+               uint64_t flags,
+               const struct fi_info *hints,
+               struct fi_info **info);
+
+/**
+ * Frees a list returned by fi_getinfo, fi_dupinfo or fi_allocinfo,
+ * including the strings and buffers its members point to. NULL is a no-op.
+ *
+ * # Safety
+ * `info` is NULL or a list that this library allocated.
+ */
+void fi_freeinfo(struct fi_info *info);
+
+/**
+ * Deep copy of one fi_info (its `next` is not followed: the copy's `next`
+ * is NULL). With NULL, returns a new fi_info whose attribute structures are
+ * allocated and zeroed. Returns NULL when out of memory.
+ *
+ * # Safety
+ * `info` is NULL or a valid fi_info.
+ */
+struct fi_info *fi_dupinfo(const struct fi_info *info);
+
+/**
+ * Opens the fabric that `attr` names (`prov_name`, else `name`).
+ *
+ * Returns 0, -FI_EINVAL for NULL arguments, -FI_ENODATA when no provider
+ * serves that fabric, or the provider's error.
+ *
+ * # Safety
+ * `attr` is NULL or a valid fi_fabric_attr; `fabric` is NULL or writable.
+ */
+int fi_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
+
+/**
+ * Opens the fabric named by `info->fabric_attr` (fi_fabric2(3)). `flags`
+ * must be 0.
+ *
+ * # Safety
+ * `info` is NULL or a valid fi_info; `fabric` is NULL or writable.
+ */
+int fi_fabric2(struct fi_info *info, struct fid_fabric **fabric, uint64_t flags, void *context);
+
+/**
+ * Opens a named interface (fi_open(3)). No interfaces are provided yet:
+ * every name returns -FI_ENOSYS; NULL arguments return -FI_EINVAL.
+ *
+ * # Safety
+ * `name` is NULL or a string; `fid` is NULL or writable.
+ */
+int fi_open(uint32_t version,
+            const char *name,
+            void *attr,
+            size_t attr_len,
+            uint64_t flags,
+            struct fid **fid,
+            void *context);
+
+/**
+ * The API version this library implements: FI_VERSION(2, 7).
+ */
+uint32_t fi_version(void);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
+
+/* cbindgen may place this text after FABRIC_H's closing #endif; guard it
+ * on its own so a second #include stays harmless. */
+#ifndef OXFABRIC_FABRIC_H_END
+#define OXFABRIC_FABRIC_H_END
+
+/* Second name of FI_BUS_UNSPEC in enum fi_bus_type. */
+#define FI_BUS_UNKNOWN FI_BUS_UNSPEC
+
+/* Names of removed flags and types, still accepted so old code compiles. */
+#define FI_VARIABLE_MSG 0ULL
+#define FI_NOTIFY_FLAGS_ONLY 0ULL
+#define FI_RESTRICTED_COMP 0ULL
+#define FI_EP_SOCK_STREAM FI_EP_UNSPEC
+
+/* Traffic class carrying a DSCP value. */
+static inline uint32_t fi_tc_dscp_set(uint8_t dscp)
+{
+	return ((uint32_t) dscp) | FI_TC_DSCP;
+}
+
+/* The DSCP value of a traffic class, or 0 if it carries none. */
+static inline uint8_t fi_tc_dscp_get(uint32_t tclass)
+{
+	return (tclass & FI_TC_DSCP) ? (uint8_t) tclass : 0;
+}
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+/* Exported from Rust sources that build.rs does not map to this header. */
+int fi_getparams(struct fi_param **params, int *count);
+void fi_freeparams(struct fi_param *params);
+/* Also declared above; repeated so fi_allocinfo() never depends on it. */
+struct fi_info *fi_dupinfo(const struct fi_info *info);
+#ifdef __cplusplus
+}
+#endif
+
+/* A zeroed fi_info with all its attribute structs allocated; release it
+ * with fi_freeinfo(). NULL when out of memory. */
+static inline struct fi_info *fi_allocinfo(void)
+{
+	return fi_dupinfo(NULL);
+}
+
+#endif /* OXFABRIC_FABRIC_H_END */
 
 #endif  /* FABRIC_H */

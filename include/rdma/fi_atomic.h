@@ -7,4 +7,170 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_rma.h>
 
+/**
+ * Operation flag: the atomic returns the target's previous value.
+ */
+#define FI_FETCH_ATOMIC (1ull << 58)
+
+/**
+ * Operation flag: the atomic compares before it writes.
+ */
+#define FI_COMPARE_ATOMIC (1ull << 59)
+
+/**
+ * What `fi_query_atomic` reports for one (datatype, op) pair: the largest
+ * element `count` one operation may carry and the element `size` in bytes.
+ */
+struct fi_atomic_attr {
+  size_t count;
+  size_t size;
+};
+
+/**
+ * An atomic request for the `*msg` calls: local operand arrays
+ * (`msg_iov`, a descriptor each in `desc`), the peer `addr`, the remote
+ * arrays, the `datatype` and `op`, the completion `context` and remote CQ
+ * `data`. The caller owns the arrays.
+ */
+struct fi_msg_atomic {
+  const struct fi_ioc *msg_iov;
+  void **desc;
+  size_t iov_count;
+  fi_addr_t addr;
+  const struct fi_rma_ioc *rma_iov;
+  size_t rma_iov_count;
+  enum fi_datatype datatype;
+  enum fi_op op;
+  void *context;
+  uint64_t data;
+};
+
+/**
+ * Compare operands of a compare-and-swap style atomic (used by triggered
+ * operations).
+ */
+struct fi_msg_compare {
+  const struct fi_ioc *msg_iov;
+  void **desc;
+  size_t iov_count;
+};
+
+/**
+ * Result buffers of a fetching atomic (used by triggered operations).
+ */
+struct fi_msg_fetch {
+  struct fi_ioc *msg_iov;
+  void **desc;
+  size_t iov_count;
+};
+
+/**
+ * Atomic operations of an endpoint (`fid_ep.atomic`).
+ */
+struct fi_ops_atomic {
+  size_t size;
+  ssize_t (*write)(struct fid_ep *ep,
+                   const void *buf,
+                   size_t count,
+                   void *desc,
+                   fi_addr_t dest_addr,
+                   uint64_t addr,
+                   uint64_t key,
+                   enum fi_datatype datatype,
+                   enum fi_op op,
+                   void *context);
+  ssize_t (*writev)(struct fid_ep *ep,
+                    const struct fi_ioc *iov,
+                    void **desc,
+                    size_t count,
+                    fi_addr_t dest_addr,
+                    uint64_t addr,
+                    uint64_t key,
+                    enum fi_datatype datatype,
+                    enum fi_op op,
+                    void *context);
+  ssize_t (*writemsg)(struct fid_ep *ep, const struct fi_msg_atomic *msg, uint64_t flags);
+  ssize_t (*inject)(struct fid_ep *ep,
+                    const void *buf,
+                    size_t count,
+                    fi_addr_t dest_addr,
+                    uint64_t addr,
+                    uint64_t key,
+                    enum fi_datatype datatype,
+                    enum fi_op op);
+  ssize_t (*readwrite)(struct fid_ep *ep,
+                       const void *buf,
+                       size_t count,
+                       void *desc,
+                       void *result,
+                       void *result_desc,
+                       fi_addr_t dest_addr,
+                       uint64_t addr,
+                       uint64_t key,
+                       enum fi_datatype datatype,
+                       enum fi_op op,
+                       void *context);
+  ssize_t (*readwritev)(struct fid_ep *ep,
+                        const struct fi_ioc *iov,
+                        void **desc,
+                        size_t count,
+                        struct fi_ioc *resultv,
+                        void **result_desc,
+                        size_t result_count,
+                        fi_addr_t dest_addr,
+                        uint64_t addr,
+                        uint64_t key,
+                        enum fi_datatype datatype,
+                        enum fi_op op,
+                        void *context);
+  ssize_t (*readwritemsg)(struct fid_ep *ep,
+                          const struct fi_msg_atomic *msg,
+                          struct fi_ioc *resultv,
+                          void **result_desc,
+                          size_t result_count,
+                          uint64_t flags);
+  ssize_t (*compwrite)(struct fid_ep *ep,
+                       const void *buf,
+                       size_t count,
+                       void *desc,
+                       const void *compare,
+                       void *compare_desc,
+                       void *result,
+                       void *result_desc,
+                       fi_addr_t dest_addr,
+                       uint64_t addr,
+                       uint64_t key,
+                       enum fi_datatype datatype,
+                       enum fi_op op,
+                       void *context);
+  ssize_t (*compwritev)(struct fid_ep *ep,
+                        const struct fi_ioc *iov,
+                        void **desc,
+                        size_t count,
+                        const struct fi_ioc *comparev,
+                        void **compare_desc,
+                        size_t compare_count,
+                        struct fi_ioc *resultv,
+                        void **result_desc,
+                        size_t result_count,
+                        fi_addr_t dest_addr,
+                        uint64_t addr,
+                        uint64_t key,
+                        enum fi_datatype datatype,
+                        enum fi_op op,
+                        void *context);
+  ssize_t (*compwritemsg)(struct fid_ep *ep,
+                          const struct fi_msg_atomic *msg,
+                          const struct fi_ioc *comparev,
+                          void **compare_desc,
+                          size_t compare_count,
+                          struct fi_ioc *resultv,
+                          void **result_desc,
+                          size_t result_count,
+                          uint64_t flags);
+  int (*writevalid)(struct fid_ep *ep, enum fi_datatype datatype, enum fi_op op, size_t *count);
+  int (*readwritevalid)(struct fid_ep *ep, enum fi_datatype datatype, enum fi_op op, size_t *count);
+  int (*compwritevalid)(struct fid_ep *ep, enum fi_datatype datatype, enum fi_op op, size_t *count);
+};
+
 #endif  /* FI_ATOMIC_H */

@@ -5,4 +5,30 @@
 
 #include <rdma/fi_endpoint.h>
 
+/**
+ * A multicast group joined with `fi_join`; `fi_addr` is the address to send
+ * to the group. Closed with `fi_close`.
+ */
+struct fid_mc {
+  struct fid fid;
+  fi_addr_t fi_addr;
+};
+
+/**
+ * Connection-management operations of an endpoint (`fid_ep.cm`,
+ * `fid_pep.cm`).
+ */
+struct fi_ops_cm {
+  size_t size;
+  int (*setname)(fid_t fid, void *addr, size_t addrlen);
+  int (*getname)(fid_t fid, void *addr, size_t *addrlen);
+  int (*getpeer)(struct fid_ep *ep, void *addr, size_t *addrlen);
+  int (*connect)(struct fid_ep *ep, const void *addr, const void *param, size_t paramlen);
+  int (*listen)(struct fid_pep *pep);
+  int (*accept)(struct fid_ep *ep, const void *param, size_t paramlen);
+  int (*reject)(struct fid_pep *pep, fid_t handle, const void *param, size_t paramlen);
+  int (*shutdown)(struct fid_ep *ep, uint64_t flags);
+  int (*join)(struct fid_ep *ep, const void *addr, uint64_t flags, struct fid_mc **mc, void *context);
+};
+
 #endif  /* FI_CM_H */

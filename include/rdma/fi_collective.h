@@ -7,4 +7,165 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_cm.h>
 
+/**
+ * Operations of an AV set (`fid_av_set.ops`).
+ */
+struct fi_ops_av_set {
+  size_t size;
+  int (*set_union)(struct fid_av_set *dst, const struct fid_av_set *src);
+  int (*intersect)(struct fid_av_set *dst, const struct fid_av_set *src);
+  int (*diff)(struct fid_av_set *dst, const struct fid_av_set *src);
+  int (*insert)(struct fid_av_set *set, fi_addr_t addr);
+  int (*remove)(struct fid_av_set *set, fi_addr_t addr);
+  int (*addr)(struct fid_av_set *set, fi_addr_t *coll_addr);
+};
+
+/**
+ * A subset of an address vector's peers, opened with `fi_av_set` and
+ * closed with `fi_close`; the member list of a collective group.
+ */
+struct fid_av_set {
+  struct fid fid;
+  struct fi_ops_av_set *ops;
+};
+
+/**
+ * The `addr` argument `fi_join_collective` passes to `fi_join` (with
+ * FI_COLLECTIVE set): the member set and the group address it derives from.
+ */
+struct fi_collective_addr {
+  const struct fid_av_set *set;
+  fi_addr_t coll_addr;
+};
+
+/**
+ * What `fi_query_collective` reports, or is asked about: the reduction
+ * `op` and `datatype`, the datatype's limits, the largest group and the
+ * mode bits the provider needs.
+ */
+struct fi_collective_attr {
+  enum fi_op op;
+  enum fi_datatype datatype;
+  struct fi_atomic_attr datatype_attr;
+  size_t max_members;
+  uint64_t mode;
+};
+
+/**
+ * A collective request for the `msg` slot: operands, group and root
+ * addresses, which collective `coll` with its `datatype` and `op`, and the
+ * completion `context`. The caller owns the arrays.
+ */
+struct fi_msg_collective {
+  const struct fi_ioc *msg_iov;
+  void **desc;
+  size_t iov_count;
+  fi_addr_t coll_addr;
+  fi_addr_t root_addr;
+  enum fi_collective_op coll;
+  enum fi_datatype datatype;
+  enum fi_op op;
+  void *context;
+};
+
+/**
+ * Collective operations of an endpoint (`fid_ep.collective`).
+ */
+struct fi_ops_collective {
+  size_t size;
+  ssize_t (*barrier)(struct fid_ep *ep, fi_addr_t coll_addr, void *context);
+  ssize_t (*broadcast)(struct fid_ep *ep,
+                       void *buf,
+                       size_t count,
+                       void *desc,
+                       fi_addr_t coll_addr,
+                       fi_addr_t root_addr,
+                       enum fi_datatype datatype,
+                       uint64_t flags,
+                       void *context);
+  ssize_t (*alltoall)(struct fid_ep *ep,
+                      const void *buf,
+                      size_t count,
+                      void *desc,
+                      void *result,
+                      void *result_desc,
+                      fi_addr_t coll_addr,
+                      enum fi_datatype datatype,
+                      uint64_t flags,
+                      void *context);
+  ssize_t (*allreduce)(struct fid_ep *ep,
+                       const void *buf,
+                       size_t count,
+                       void *desc,
+                       void *result,
+                       void *result_desc,
+                       fi_addr_t coll_addr,
+                       enum fi_datatype datatype,
+                       enum fi_op op,
+                       uint64_t flags,
+                       void *context);
+  ssize_t (*allgather)(struct fid_ep *ep,
+                       const void *buf,
+                       size_t count,
+                       void *desc,
+                       void *result,
+                       void *result_desc,
+                       fi_addr_t coll_addr,
+                       enum fi_datatype datatype,
+                       uint64_t flags,
+                       void *context);
+  ssize_t (*reduce_scatter)(struct fid_ep *ep,
+                            const void *buf,
+                            size_t count,
+                            void *desc,
+                            void *result,
+                            void *result_desc,
+                            fi_addr_t coll_addr,
+                            enum fi_datatype datatype,
+                            enum fi_op op,
+                            uint64_t flags,
+                            void *context);
+  ssize_t (*reduce)(struct fid_ep *ep,
+                    const void *buf,
+                    size_t count,
+                    void *desc,
+                    void *result,
+                    void *result_desc,
+                    fi_addr_t coll_addr,
+                    fi_addr_t root_addr,
+                    enum fi_datatype datatype,
+                    enum fi_op op,
+                    uint64_t flags,
+                    void *context);
+  ssize_t (*scatter)(struct fid_ep *ep,
+                     const void *buf,
+                     size_t count,
+                     void *desc,
+                     void *result,
+                     void *result_desc,
+                     fi_addr_t coll_addr,
+                     fi_addr_t root_addr,
+                     enum fi_datatype datatype,
+                     uint64_t flags,
+                     void *context);
+  ssize_t (*gather)(struct fid_ep *ep,
+                    const void *buf,
+                    size_t count,
+                    void *desc,
+                    void *result,
+                    void *result_desc,
+                    fi_addr_t coll_addr,
+                    fi_addr_t root_addr,
+                    enum fi_datatype datatype,
+                    uint64_t flags,
+                    void *context);
+  ssize_t (*msg)(struct fid_ep *ep,
+                 const struct fi_msg_collective *msg,
+                 struct fi_ioc *resultv,
+                 void **result_desc,
+                 size_t result_count,
+                 uint64_t flags);
+  ssize_t (*barrier2)(struct fid_ep *ep, fi_addr_t coll_addr, uint64_t flags, void *context);
+};
+
 #endif  /* FI_COLLECTIVE_H */

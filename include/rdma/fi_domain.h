@@ -7,8 +7,870 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_eq.h>
 
+/* Objects of this header named before their definition. */
+struct fid_domain;
+struct fid_av;
+struct fid_mr;
+
+/* Objects of other headers (fi_collective.h, fi_atomic.h, fi_xpu.h) that
+ * the AV and domain operations name. */
+struct fid_av_set;
+struct fi_atomic_attr;
+struct fi_collective_attr;
+struct fi_xpu_attr;
+struct fid_xpu_ctx;
+
+/* fi_set_ops() name for struct fi_hmem_override_ops. */
+#define FI_SET_OPS_HMEM_OVERRIDE "hmem_override_ops"
+
+/* Domain bind flag, deprecated: using it makes the compiler warn. */
+#define FI_REG_MR _Pragma("GCC warning \"FI_REG_MR is deprecated\"") (1ULL << 59)
+
+/**
+ * `fi_av_open` flag: addresses are the same on every peer.
+ */
+#define FI_SYMMETRIC (1ull << 59)
+
+/**
+ * `fi_av_insert*` flag: report per-address errors through the EQ.
+ */
+#define FI_SYNC_ERR (1ull << 58)
+
+/**
+ * `fi_av_set` flag: the set spans every address of the AV.
+ */
+#define FI_UNIVERSE (1ull << 57)
+
+/**
+ * `fi_av_set_attr.flags`: the set may run barriers.
+ */
+#define FI_BARRIER_SET (1ull << 40)
+
+/**
+ * `fi_av_set_attr.flags`: the set may run broadcasts.
+ */
+#define FI_BROADCAST_SET (1ull << 41)
+
+/**
+ * `fi_av_set_attr.flags`: the set may run all-to-all.
+ */
+#define FI_ALLTOALL_SET (1ull << 42)
+
+/**
+ * `fi_av_set_attr.flags`: the set may run all-reduce.
+ */
+#define FI_ALLREDUCE_SET (1ull << 43)
+
+/**
+ * `fi_av_set_attr.flags`: the set may run all-gather.
+ */
+#define FI_ALLGATHER_SET (1ull << 44)
+
+/**
+ * `fi_av_set_attr.flags`: the set may run reduce-scatter.
+ */
+#define FI_REDUCE_SCATTER_SET (1ull << 45)
+
+/**
+ * `fi_av_set_attr.flags`: the set may run reduce.
+ */
+#define FI_REDUCE_SET (1ull << 46)
+
+/**
+ * `fi_av_set_attr.flags`: the set may run scatter.
+ */
+#define FI_SCATTER_SET (1ull << 47)
+
+/**
+ * `fi_av_set_attr.flags`: the set may run gather.
+ */
+#define FI_GATHER_SET (1ull << 48)
+
+/**
+ * Registration flag: `fi_mr_attr.dmabuf` describes the memory, not `mr_iov`.
+ */
+#define FI_MR_DMABUF (1ull << 40)
+
+/**
+ * Registration flag: the key is usable for a single remote access.
+ */
+#define FI_MR_SINGLE_USE (1ull << 41)
+
+/**
+ * HMEM flag: host memory allocated through the device's allocator.
+ */
+#define FI_HMEM_HOST_ALLOC (1ull << 45)
+
+/**
+ * HMEM flag: device memory that the host cannot access.
+ */
+#define FI_HMEM_DEVICE_ONLY (1ull << 46)
+
+/**
+ * First value of the collective-only datatypes and operations.
+ */
+#define FI_COLLECTIVE_OFFSET 256
+
+/**
+ * `enum fi_collective_op`: collective operation.
+ */
+enum fi_collective_op {
+  FI_BARRIER = 0,
+  FI_BROADCAST = 1,
+  FI_ALLTOALL = 2,
+  FI_ALLREDUCE = 3,
+  FI_ALLGATHER = 4,
+  FI_REDUCE_SCATTER = 5,
+  FI_REDUCE = 6,
+  FI_SCATTER = 7,
+  FI_GATHER = 8,
+};
+
+/**
+ * `enum fi_datatype`: operand type of an atomic or collective.
+ */
+enum fi_datatype {
+  FI_INT8 = 0,
+  FI_UINT8 = 1,
+  FI_INT16 = 2,
+  FI_UINT16 = 3,
+  FI_INT32 = 4,
+  FI_UINT32 = 5,
+  FI_INT64 = 6,
+  FI_UINT64 = 7,
+  FI_FLOAT = 8,
+  FI_DOUBLE = 9,
+  FI_FLOAT_COMPLEX = 10,
+  FI_DOUBLE_COMPLEX = 11,
+  FI_LONG_DOUBLE = 12,
+  FI_LONG_DOUBLE_COMPLEX = 13,
+  FI_INT128 = 14,
+  FI_UINT128 = 15,
+  FI_FLOAT16 = 16,
+  FI_BFLOAT16 = 17,
+  FI_FLOAT8_E4M3 = 18,
+  FI_FLOAT8_E5M2 = 19,
+  /**
+   * Collective only (FI_COLLECTIVE_OFFSET).
+   */
+  FI_VOID = 256,
+};
+
+/**
+ * `enum fi_hmem_iface`: which device API owns a buffer.
+ */
+enum fi_hmem_iface {
+  FI_HMEM_SYSTEM = 0,
+  FI_HMEM_CUDA = 1,
+  FI_HMEM_ROCR = 2,
+  FI_HMEM_ZE = 3,
+  FI_HMEM_NEURON = 4,
+  FI_HMEM_SYNAPSEAI = 5,
+};
+
+/**
+ * `enum fi_op`: atomic or reduction operation.
+ */
+enum fi_op {
+  FI_MIN = 0,
+  FI_MAX = 1,
+  FI_SUM = 2,
+  FI_PROD = 3,
+  FI_LOR = 4,
+  FI_LAND = 5,
+  FI_BOR = 6,
+  FI_BAND = 7,
+  FI_LXOR = 8,
+  FI_BXOR = 9,
+  FI_ATOMIC_READ = 10,
+  FI_ATOMIC_WRITE = 11,
+  FI_CSWAP = 12,
+  FI_CSWAP_NE = 13,
+  FI_CSWAP_LE = 14,
+  FI_CSWAP_LT = 15,
+  FI_CSWAP_GE = 16,
+  FI_CSWAP_GT = 17,
+  FI_MSWAP = 18,
+  FI_DIFF = 19,
+  /**
+   * Collective only (FI_COLLECTIVE_OFFSET).
+   */
+  FI_NOOP = 256,
+};
+
+/**
+ * Attributes of an address vector, read by `fi_av_open()`.
+ */
+struct fi_av_attr {
+  enum fi_av_type type;
+  int rx_ctx_bits;
+  size_t count;
+  size_t ep_per_node;
+  /**
+   * Name of a shared AV, or NULL for a private one.
+   */
+  const char *name;
+  void *map_addr;
+  uint64_t flags;
+};
+
+/**
+ * Attributes of an AV set (`fi_av_set()`, rdma/fi_collective.h).
+ */
+struct fi_av_set_attr {
+  size_t count;
+  fi_addr_t start_addr;
+  fi_addr_t end_addr;
+  uint64_t stride;
+  size_t comm_key_size;
+  uint8_t *comm_key;
+  uint64_t flags;
+};
+
+/**
+ * Operations of an address vector.
+ */
+struct fi_ops_av {
+  size_t size;
+  int (*insert)(struct fid_av *av,
+                const void *addr,
+                size_t count,
+                fi_addr_t *fi_addr,
+                uint64_t flags,
+                void *context);
+  int (*insertsvc)(struct fid_av *av,
+                   const char *node,
+                   const char *service,
+                   fi_addr_t *fi_addr,
+                   uint64_t flags,
+                   void *context);
+  int (*insertsym)(struct fid_av *av,
+                   const char *node,
+                   size_t nodecnt,
+                   const char *service,
+                   size_t svccnt,
+                   fi_addr_t *fi_addr,
+                   uint64_t flags,
+                   void *context);
+  int (*remove)(struct fid_av *av, fi_addr_t *fi_addr, size_t count, uint64_t flags);
+  int (*lookup)(struct fid_av *av, fi_addr_t fi_addr, void *addr, size_t *addrlen);
+  const char *(*straddr)(struct fid_av *av, const void *addr, char *buf, size_t *len);
+  int (*av_set)(struct fid_av *av,
+                struct fi_av_set_attr *attr,
+                struct fid_av_set **av_set,
+                void *context);
+  int (*insert_auth_key)(struct fid_av *av,
+                         const void *auth_key,
+                         size_t auth_key_size,
+                         fi_addr_t *fi_addr,
+                         uint64_t flags);
+  int (*lookup_auth_key)(struct fid_av *av, fi_addr_t fi_addr, void *auth_key, size_t *auth_key_size);
+  int (*set_user_id)(struct fid_av *av, fi_addr_t fi_addr, fi_addr_t user_id, uint64_t flags);
+  /**
+   * Since 2.7.
+   */
+  int (*lookup2)(struct fid_av *av,
+                 fi_addr_t fi_addr,
+                 void *buf,
+                 size_t *len,
+                 uint64_t flags,
+                 struct fid_xpu_ctx *ctx);
+};
+
+/**
+ * An address vector.
+ */
+struct fid_av {
+  struct fid fid;
+  struct fi_ops_av *ops;
+};
+
+/**
+ * Operations of a domain.
+ */
+struct fi_ops_domain {
+  size_t size;
+  int (*av_open)(struct fid_domain *domain,
+                 struct fi_av_attr *attr,
+                 struct fid_av **av,
+                 void *context);
+  int (*cq_open)(struct fid_domain *domain,
+                 struct fi_cq_attr *attr,
+                 struct fid_cq **cq,
+                 void *context);
+  int (*endpoint)(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep, void *context);
+  int (*scalable_ep)(struct fid_domain *domain,
+                     struct fi_info *info,
+                     struct fid_ep **sep,
+                     void *context);
+  int (*cntr_open)(struct fid_domain *domain,
+                   struct fi_cntr_attr *attr,
+                   struct fid_cntr **cntr,
+                   void *context);
+  int (*poll_open)(struct fid_domain *domain, struct fi_poll_attr *attr, struct fid_poll **pollset);
+  int (*stx_ctx)(struct fid_domain *domain,
+                 struct fi_tx_attr *attr,
+                 struct fid_stx **stx,
+                 void *context);
+  int (*srx_ctx)(struct fid_domain *domain,
+                 struct fi_rx_attr *attr,
+                 struct fid_ep **rx_ep,
+                 void *context);
+  int (*query_atomic)(struct fid_domain *domain,
+                      enum fi_datatype datatype,
+                      enum fi_op op,
+                      struct fi_atomic_attr *attr,
+                      uint64_t flags);
+  int (*query_collective)(struct fid_domain *domain,
+                          enum fi_collective_op coll,
+                          struct fi_collective_attr *attr,
+                          uint64_t flags);
+  int (*endpoint2)(struct fid_domain *domain,
+                   struct fi_info *info,
+                   struct fid_ep **ep,
+                   uint64_t flags,
+                   void *context);
+  /**
+   * Since 2.7.
+   */
+  int (*xpu_ctx)(struct fid_domain *domain,
+                 struct fi_xpu_attr *attr,
+                 struct fid_xpu_ctx **ctx,
+                 void *context);
+};
+
+/**
+ * A registered memory region. `mem_desc` (local descriptor) and `key`
+ * (remote key) are read directly by `fi_mr_desc()` / `fi_mr_key()`.
+ */
+struct fid_mr {
+  struct fid fid;
+  void *mem_desc;
+  uint64_t key;
+};
+
+/**
+ * A DMA-BUF backed range to register (with FI_MR_DMABUF).
+ */
+struct fi_mr_dmabuf {
+  int fd;
+  uint64_t offset;
+  size_t len;
+  void *base_addr;
+};
+
+/**
+ * Full description of a registration, for `fi_mr_regattr()`. The caller
+ * owns the struct and everything it points to; it is read during the call.
+ */
+struct fi_mr_attr {
+  union {
+    const struct iovec *mr_iov;
+    const struct fi_mr_dmabuf *dmabuf;
+  };
+  size_t iov_count;
+  uint64_t access;
+  uint64_t offset;
+  uint64_t requested_key;
+  void *context;
+  size_t auth_key_size;
+  uint8_t *auth_key;
+  enum fi_hmem_iface iface;
+  union {
+    uint64_t reserved;
+    int cuda;
+    int ze;
+    int neuron;
+    int synapseai;
+    /**
+     * Since 2.7.
+     */
+    int rocr;
+  } device;
+  void *hmem_data;
+  size_t page_size;
+  /**
+   * Parent of a sub-MR, or NULL.
+   */
+  const struct fid_mr *base_mr;
+  size_t sub_mr_cnt;
+};
+
+/**
+ * Memory-registration operations of a domain. The first argument is the
+ * domain's `fid`.
+ */
+struct fi_ops_mr {
+  size_t size;
+  int (*reg)(struct fid *fid,
+             const void *buf,
+             size_t len,
+             uint64_t access,
+             uint64_t offset,
+             uint64_t requested_key,
+             uint64_t flags,
+             struct fid_mr **mr,
+             void *context);
+  int (*regv)(struct fid *fid,
+              const struct iovec *iov,
+              size_t count,
+              uint64_t access,
+              uint64_t offset,
+              uint64_t requested_key,
+              uint64_t flags,
+              struct fid_mr **mr,
+              void *context);
+  int (*regattr)(struct fid *fid, const struct fi_mr_attr *attr, uint64_t flags, struct fid_mr **mr);
+};
+
+/**
+ * A resource domain.
+ */
 struct fid_domain {
   struct fid fid;
+  struct fi_ops_domain *ops;
+  struct fi_ops_mr *mr;
 };
+
+/**
+ * Application-supplied copies to and from device memory, installed with
+ * `fi_set_ops(FI_SET_OPS_HMEM_OVERRIDE)`.
+ */
+struct fi_hmem_override_ops {
+  size_t size;
+  ssize_t (*copy_from_hmem_iov)(void *dest,
+                                size_t size,
+                                enum fi_hmem_iface iface,
+                                uint64_t device,
+                                const struct iovec *hmem_iov,
+                                size_t hmem_iov_count,
+                                uint64_t hmem_iov_offset);
+  ssize_t (*copy_to_hmem_iov)(enum fi_hmem_iface iface,
+                              uint64_t device,
+                              const struct iovec *hmem_iov,
+                              size_t hmem_iov_count,
+                              uint64_t hmem_iov_offset,
+                              const void *src,
+                              size_t size);
+};
+
+/**
+ * Auth-key form that names a peer through an AV (`auth_key_size` ==
+ * FI_AV_AUTH_KEY).
+ */
+struct fi_mr_auth_key {
+  struct fid_av *av;
+  fi_addr_t src_addr;
+};
+
+/**
+ * `FI_REFRESH` argument: new pages for an existing region.
+ */
+struct fi_mr_modify {
+  uint64_t flags;
+  struct fi_mr_attr attr;
+};
+
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
+/**
+ * Returns the hmem device identifier (`fi_mr_attr.device.ze`) for a Level
+ * Zero driver and device: `driver_index << 16 | device_index`.
+ *
+ * # Safety
+ * None; the function only computes.
+ */
+int fi_hmem_ze_device(int driver_index, int device_index);
+
+/**
+ * Opens a resource domain of `fabric` described by `info`
+ * (`fabric->ops->domain`). On success `*domain` holds the new domain,
+ * which the caller closes with `fi_close()`. Returns 0 or a negative
+ * FI_E* code (-FI_EINVAL for a NULL fabric, -FI_ENOSYS without the op).
+ *
+ * # Safety
+ * `fabric` must be NULL or point to a live fabric; the other pointers must
+ * be valid for the provider's use.
+ */
+int fi_domain(struct fid_fabric *fabric,
+              struct fi_info *info,
+              struct fid_domain **domain,
+              void *context);
+
+/**
+ * As `fi_domain()`, with open `flags`. With `flags == 0` this is
+ * `fi_domain()`; otherwise it needs the fabric's `domain2` op
+ * (-FI_ENOSYS without it).
+ *
+ * # Safety
+ * As `fi_domain()`.
+ */
+int fi_domain2(struct fid_fabric *fabric,
+               struct fi_info *info,
+               struct fid_domain **domain,
+               uint64_t flags,
+               void *context);
+
+/**
+ * Binds `fid` (an EQ, for asynchronous events) to `domain`
+ * (`domain->fid.ops->bind`). Returns 0 or a negative FI_E* code.
+ *
+ * # Safety
+ * `domain` must be NULL or point to a live domain; `fid` to a live object.
+ */
+int fi_domain_bind(struct fid_domain *domain, struct fid *fid, uint64_t flags);
+
+/**
+ * Opens a completion queue on `domain` (`domain->ops->cq_open`). On
+ * success `*cq` holds the CQ, closed with `fi_close()`.
+ *
+ * # Safety
+ * `domain` must be NULL or point to a live domain; `attr` and `cq` must be
+ * valid for the provider's use.
+ */
+int fi_cq_open(struct fid_domain *domain,
+               struct fi_cq_attr *attr,
+               struct fid_cq **cq,
+               void *context);
+
+/**
+ * Opens a counter on `domain` (`domain->ops->cntr_open`). On success
+ * `*cntr` holds the counter, closed with `fi_close()`.
+ *
+ * # Safety
+ * As `fi_cq_open()`.
+ */
+int fi_cntr_open(struct fid_domain *domain,
+                 struct fi_cntr_attr *attr,
+                 struct fid_cntr **cntr,
+                 void *context);
+
+/**
+ * Opens a wait set on `fabric` (`fabric->ops->wait_open`). Deprecated.
+ *
+ * # Safety
+ * `fabric` must be NULL or point to a live fabric.
+ */
+int fi_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr, struct fid_wait **waitset);
+
+/**
+ * Opens a poll set on `domain` (`domain->ops->poll_open`). Deprecated.
+ *
+ * # Safety
+ * `domain` must be NULL or point to a live domain.
+ */
+int fi_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr, struct fid_poll **pollset);
+
+/**
+ * Registers `[buf, buf + len)` with `domain` (`domain->mr->reg`, passed
+ * the domain's fid). On success `*mr` holds the region, released with
+ * `fi_close()`. Returns 0 or a negative FI_E* code.
+ *
+ * # Safety
+ * `domain` must be NULL or point to a live domain; `mr` must be writable.
+ */
+int fi_mr_reg(struct fid_domain *domain,
+              const void *buf,
+              size_t len,
+              uint64_t acs,
+              uint64_t offset,
+              uint64_t requested_key,
+              uint64_t flags,
+              struct fid_mr **mr,
+              void *context);
+
+/**
+ * Registers the `count` ranges of `iov` as one region (`domain->mr->regv`).
+ * Otherwise as `fi_mr_reg()`.
+ *
+ * # Safety
+ * As `fi_mr_reg()`; `iov` must hold `count` entries.
+ */
+int fi_mr_regv(struct fid_domain *domain,
+               const struct iovec *iov,
+               size_t count,
+               uint64_t acs,
+               uint64_t offset,
+               uint64_t requested_key,
+               uint64_t flags,
+               struct fid_mr **mr,
+               void *context);
+
+/**
+ * Registers the region that `attr` describes (`domain->mr->regattr`).
+ * `attr` is only read during the call.
+ *
+ * # Safety
+ * As `fi_mr_reg()`; `attr` must be NULL or a valid `fi_mr_attr`.
+ */
+int fi_mr_regattr(struct fid_domain *domain,
+                  const struct fi_mr_attr *attr,
+                  uint64_t flags,
+                  struct fid_mr **mr);
+
+/**
+ * Returns the local descriptor of `mr` (`mr->mem_desc`), owned by the
+ * region and valid until it is closed; NULL when `mr` is NULL.
+ *
+ * # Safety
+ * `mr` must be NULL or point to a live memory region.
+ */
+void *fi_mr_desc(struct fid_mr *mr);
+
+/**
+ * Returns the remote key of `mr` (`mr->key`); FI_KEY_NOTAVAIL when `mr` is
+ * NULL (or the provider uses raw keys, see `fi_mr_raw_attr()`).
+ *
+ * # Safety
+ * `mr` must be NULL or point to a live memory region.
+ */
+uint64_t fi_mr_key(struct fid_mr *mr);
+
+/**
+ * Reads the raw remote key of `mr` into `raw_key` (room for `*key_size`
+ * bytes) and its base address into `*base_addr`, through
+ * `control(FI_GET_RAW_MR)`. On -FI_ETOOSMALL, `*key_size` holds the
+ * size needed.
+ *
+ * # Safety
+ * `mr` must be NULL or point to a live memory region; the other pointers
+ * must be valid for the provider's writes.
+ */
+int fi_mr_raw_attr(struct fid_mr *mr,
+                   uint64_t *base_addr,
+                   uint8_t *raw_key,
+                   size_t *key_size,
+                   uint64_t flags);
+
+/**
+ * Turns the raw key `raw_key[0..key_size]` of a peer's region, based at
+ * `base_addr`, into a key usable with `domain`, stored in `*key`
+ * (`control(FI_MAP_RAW_MR)`). Release it with `fi_mr_unmap_key()`.
+ *
+ * # Safety
+ * `domain` must be NULL or point to a live domain; `raw_key` must hold
+ * `key_size` bytes and `key` be writable.
+ */
+int fi_mr_map_raw(struct fid_domain *domain,
+                  uint64_t base_addr,
+                  uint8_t *raw_key,
+                  size_t key_size,
+                  uint64_t *key,
+                  uint64_t flags);
+
+/**
+ * Releases a key obtained from `fi_mr_map_raw()` (`control(FI_UNMAP_KEY)`).
+ *
+ * # Safety
+ * `domain` must be NULL or point to a live domain.
+ */
+int fi_mr_unmap_key(struct fid_domain *domain, uint64_t key);
+
+/**
+ * Associates `mr` with `bfid` (a counter or an endpoint)
+ * (`mr->fid.ops->bind`).
+ *
+ * # Safety
+ * `mr` must be NULL or point to a live region; `bfid` to a live object.
+ */
+int fi_mr_bind(struct fid_mr *mr, struct fid *bfid, uint64_t flags);
+
+/**
+ * Updates the pages behind `mr` from the `count` ranges of `iov`
+ * (`control(FI_REFRESH)` with an otherwise zeroed `fi_mr_modify`).
+ *
+ * # Safety
+ * `mr` must be NULL or point to a live region; `iov` must hold `count`
+ * entries.
+ */
+int fi_mr_refresh(struct fid_mr *mr, const struct iovec *iov, size_t count, uint64_t flags);
+
+/**
+ * Enables a region created disabled (FI_MR_RMA_EVENT), through
+ * `control(FI_ENABLE)`.
+ *
+ * # Safety
+ * `mr` must be NULL or point to a live region.
+ */
+int fi_mr_enable(struct fid_mr *mr);
+
+/**
+ * Copies the XPU-usable descriptor of `mr` for XPU context `ctx` into `buf`
+ * (room for `*len` bytes; `*len` becomes the size written, or the size
+ * needed with -FI_ETOOSMALL), through `control(FI_GET_MR_XPU_DESC)`.
+ *
+ * # Safety
+ * `mr` must be NULL or point to a live region; `buf` and `len` must be
+ * valid for the provider's use.
+ */
+int fi_mr_get_xpu_desc(struct fid_mr *mr,
+                       void *buf,
+                       size_t *len,
+                       uint64_t flags,
+                       struct fid_xpu_ctx *ctx);
+
+/**
+ * Opens an address vector on `domain` (`domain->ops->av_open`). On
+ * success `*av` holds it, closed with `fi_close()`.
+ *
+ * # Safety
+ * `domain` must be NULL or point to a live domain.
+ */
+int fi_av_open(struct fid_domain *domain,
+               struct fi_av_attr *attr,
+               struct fid_av **av,
+               void *context);
+
+/**
+ * Binds `fid` (an EQ) to `av` (`av->fid.ops->bind`). Deprecated.
+ *
+ * # Safety
+ * `av` must be NULL or point to a live AV.
+ */
+int fi_av_bind(struct fid_av *av, struct fid *fid, uint64_t flags);
+
+/**
+ * Inserts `count` addresses from `addr` into `av`, writing their handles
+ * to `fi_addr` (`av->ops->insert`). Returns the number inserted or a
+ * negative FI_E* code.
+ *
+ * # Safety
+ * `av` must be NULL or point to a live AV; the buffers must hold `count`
+ * entries.
+ */
+int fi_av_insert(struct fid_av *av,
+                 const void *addr,
+                 size_t count,
+                 fi_addr_t *fi_addr,
+                 uint64_t flags,
+                 void *context);
+
+/**
+ * Inserts the address of `node`/`service` into `av` (`av->ops->insertsvc`).
+ *
+ * # Safety
+ * As `fi_av_insert()`; `node` and `service` are NUL-terminated or NULL.
+ */
+int fi_av_insertsvc(struct fid_av *av,
+                    const char *node,
+                    const char *service,
+                    fi_addr_t *fi_addr,
+                    uint64_t flags,
+                    void *context);
+
+/**
+ * Inserts `nodecnt` x `svccnt` symmetric addresses starting at
+ * `node`/`service` (`av->ops->insertsym`).
+ *
+ * # Safety
+ * As `fi_av_insertsvc()`; `fi_addr` must hold `nodecnt * svccnt` entries.
+ */
+int fi_av_insertsym(struct fid_av *av,
+                    const char *node,
+                    size_t nodecnt,
+                    const char *service,
+                    size_t svccnt,
+                    fi_addr_t *fi_addr,
+                    uint64_t flags,
+                    void *context);
+
+/**
+ * Removes `count` addresses from `av` (`av->ops->remove`).
+ *
+ * # Safety
+ * `av` must be NULL or point to a live AV; `fi_addr` must hold `count`
+ * entries.
+ */
+int fi_av_remove(struct fid_av *av, fi_addr_t *fi_addr, size_t count, uint64_t flags);
+
+/**
+ * Copies the address behind `fi_addr` into `addr` (room for `*addrlen`
+ * bytes; `*addrlen` becomes its real size) (`av->ops->lookup`).
+ *
+ * # Safety
+ * `av` must be NULL or point to a live AV.
+ */
+int fi_av_lookup(struct fid_av *av, fi_addr_t fi_addr, void *addr, size_t *addrlen);
+
+/**
+ * Formats `addr` into `buf` (room for `*len` bytes) and returns `buf`
+ * (`av->ops->straddr`); NULL when `av` is NULL or has no such op.
+ *
+ * # Safety
+ * `av` must be NULL or point to a live AV.
+ */
+const char *fi_av_straddr(struct fid_av *av, const void *addr, char *buf, size_t *len);
+
+/**
+ * Inserts an authorization key into `av` (`av->ops->insert_auth_key`;
+ * -FI_ENOSYS when the provider has none).
+ *
+ * # Safety
+ * `av` must be NULL or point to a live AV; `auth_key` must hold
+ * `auth_key_size` bytes.
+ */
+int fi_av_insert_auth_key(struct fid_av *av,
+                          const void *auth_key,
+                          size_t auth_key_size,
+                          fi_addr_t *fi_addr,
+                          uint64_t flags);
+
+/**
+ * Copies the authorization key behind `addr` into `auth_key` (room for
+ * `*auth_key_size` bytes) (`av->ops->lookup_auth_key`; -FI_ENOSYS when
+ * the provider has none).
+ *
+ * # Safety
+ * `av` must be NULL or point to a live AV.
+ */
+int fi_av_lookup_auth_key(struct fid_av *av, fi_addr_t addr, void *auth_key, size_t *auth_key_size);
+
+/**
+ * Sets the user id reported for `fi_addr` (`av->ops->set_user_id`;
+ * -FI_ENOSYS when the provider has none).
+ *
+ * # Safety
+ * `av` must be NULL or point to a live AV.
+ */
+int fi_av_set_user_id(struct fid_av *av, fi_addr_t fi_addr, fi_addr_t user_id, uint64_t flags);
+
+/**
+ * As `fi_av_lookup()` with `flags`; with FI_XPU and an XPU context `ctx`,
+ * returns the raw address form that XPU uses (`av->ops->lookup2`;
+ * -FI_ENOSYS when the provider has none).
+ *
+ * # Safety
+ * `av` must be NULL or point to a live AV.
+ */
+int fi_av_lookup2(struct fid_av *av,
+                  fi_addr_t fi_addr,
+                  void *buf,
+                  size_t *len,
+                  uint64_t flags,
+                  struct fid_xpu_ctx *ctx);
+
+/**
+ * Returns `fi_addr` aimed at receive context `rx_index`, whose index sits
+ * in the top `rx_ctx_bits` bits. With `rx_ctx_bits` outside 1..=64 no bits
+ * are added.
+ *
+ * # Safety
+ * None; the function only computes.
+ */
+fi_addr_t fi_rx_addr(fi_addr_t fi_addr, int rx_index, int rx_ctx_bits);
+
+/**
+ * Returns `fi_addr` with `group_id` in its upper 32 bits.
+ *
+ * # Safety
+ * None; the function only computes.
+ */
+fi_addr_t fi_group_addr(fi_addr_t fi_addr, uint32_t group_id);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
 
 #endif  /* FI_DOMAIN_H */

@@ -6,4 +6,261 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
 
+/* Tables and handles named by the endpoint structures below; each is
+ * defined in the header for its interface. */
+struct fi_ops_cm;
+struct fi_ops_rma;
+struct fi_ops_tagged;
+struct fi_ops_atomic;
+struct fi_ops_collective;
+struct fid_xpu_ep;
+
+/**
+ * Option level of the generic endpoint options (`level` of fi_setopt).
+ */
+#define FI_OPT_ENDPOINT 0
+
+/**
+ * `size_t`: space left in a multi-receive buffer below which it is released.
+ */
+#define FI_OPT_MIN_MULTI_RECV 0
+
+/**
+ * `size_t`, read only: bytes of user data a CM message can carry.
+ */
+#define FI_OPT_CM_DATA_SIZE 1
+
+/**
+ * `size_t`: smallest message the provider buffers (FI_BUFFERED_RECV).
+ */
+#define FI_OPT_BUFFERED_MIN 2
+
+/**
+ * `size_t`: largest message the provider buffers (FI_BUFFERED_RECV).
+ */
+#define FI_OPT_BUFFERED_LIMIT 3
+
+/**
+ * `size_t`: size of the transport's send buffer.
+ */
+#define FI_OPT_SEND_BUF_SIZE 4
+
+/**
+ * `size_t`: size of the transport's receive buffer.
+ */
+#define FI_OPT_RECV_BUF_SIZE 5
+
+/**
+ * `size_t`: depth of the transmit queue.
+ */
+#define FI_OPT_TX_SIZE 6
+
+/**
+ * `size_t`: depth of the receive queue.
+ */
+#define FI_OPT_RX_SIZE 7
+
+/**
+ * `int`: one of FI_HMEM_P2P_*: peer-to-peer use for device memory.
+ */
+#define FI_OPT_FI_HMEM_P2P 8
+
+/**
+ * Reserved; kept so the numbering stays stable.
+ */
+#define FI_OPT_XPU_TRIGGER 9
+
+/**
+ * `bool`: whether the provider may call the CUDA API.
+ */
+#define FI_OPT_CUDA_API_PERMITTED 10
+
+/**
+ * `bool`: whether the provider may use shared memory underneath.
+ */
+#define FI_OPT_SHARED_MEMORY_PERMITTED 11
+
+/**
+ * `size_t`: largest message size for the msg API.
+ */
+#define FI_OPT_MAX_MSG_SIZE 12
+
+/**
+ * `size_t`: largest message size for the tagged API.
+ */
+#define FI_OPT_MAX_TAGGED_SIZE 13
+
+/**
+ * `size_t`: largest transfer for the RMA API.
+ */
+#define FI_OPT_MAX_RMA_SIZE 14
+
+/**
+ * `size_t`: largest transfer for the atomic API.
+ */
+#define FI_OPT_MAX_ATOMIC_SIZE 15
+
+/**
+ * `size_t`: inject limit of the msg API.
+ */
+#define FI_OPT_INJECT_MSG_SIZE 16
+
+/**
+ * `size_t`: inject limit of the tagged API.
+ */
+#define FI_OPT_INJECT_TAGGED_SIZE 17
+
+/**
+ * `size_t`: inject limit of the RMA API.
+ */
+#define FI_OPT_INJECT_RMA_SIZE 18
+
+/**
+ * `size_t`: inject limit of the atomic API.
+ */
+#define FI_OPT_INJECT_ATOMIC_SIZE 19
+
+/**
+ * FI_OPT_FI_HMEM_P2P value: the provider decides (default).
+ */
+#define FI_HMEM_P2P_ENABLED 0
+
+/**
+ * FI_OPT_FI_HMEM_P2P value: every device transfer must use P2P.
+ */
+#define FI_HMEM_P2P_REQUIRED 1
+
+/**
+ * FI_OPT_FI_HMEM_P2P value: use P2P whenever it is available.
+ */
+#define FI_HMEM_P2P_PREFERRED 2
+
+/**
+ * FI_OPT_FI_HMEM_P2P value: never use P2P.
+ */
+#define FI_HMEM_P2P_DISABLED 3
+
+/**
+ * A message for `fi_sendmsg`/`fi_recvmsg`: `iov_count` entries of `msg_iov`
+ * with one descriptor each in `desc` (NULL when the domain needs none),
+ * the peer `addr`, the completion `context` and, for FI_REMOTE_CQ_DATA,
+ * the immediate `data`. The caller keeps ownership of every array.
+ */
+struct fi_msg {
+  const struct iovec *msg_iov;
+  void **desc;
+  size_t iov_count;
+  fi_addr_t addr;
+  void *context;
+  uint64_t data;
+};
+
+/**
+ * Message operations of an endpoint (`fid_ep.msg`).
+ */
+struct fi_ops_msg {
+  size_t size;
+  ssize_t (*recv)(struct fid_ep *ep,
+                  void *buf,
+                  size_t len,
+                  void *desc,
+                  fi_addr_t src_addr,
+                  void *context);
+  ssize_t (*recvv)(struct fid_ep *ep,
+                   const struct iovec *iov,
+                   void **desc,
+                   size_t count,
+                   fi_addr_t src_addr,
+                   void *context);
+  ssize_t (*recvmsg)(struct fid_ep *ep, const struct fi_msg *msg, uint64_t flags);
+  ssize_t (*send)(struct fid_ep *ep,
+                  const void *buf,
+                  size_t len,
+                  void *desc,
+                  fi_addr_t dest_addr,
+                  void *context);
+  ssize_t (*sendv)(struct fid_ep *ep,
+                   const struct iovec *iov,
+                   void **desc,
+                   size_t count,
+                   fi_addr_t dest_addr,
+                   void *context);
+  ssize_t (*sendmsg)(struct fid_ep *ep, const struct fi_msg *msg, uint64_t flags);
+  ssize_t (*inject)(struct fid_ep *ep, const void *buf, size_t len, fi_addr_t dest_addr);
+  ssize_t (*senddata)(struct fid_ep *ep,
+                      const void *buf,
+                      size_t len,
+                      void *desc,
+                      uint64_t data,
+                      fi_addr_t dest_addr,
+                      void *context);
+  ssize_t (*injectdata)(struct fid_ep *ep,
+                        const void *buf,
+                        size_t len,
+                        uint64_t data,
+                        fi_addr_t dest_addr);
+};
+
+/**
+ * An active endpoint (also a scalable endpoint or one of its contexts).
+ * Each table pointer may be NULL, or shorter than the current layout, when
+ * the provider does not implement that interface.
+ */
+struct fid_ep {
+  struct fid fid;
+  struct fi_ops_ep *ops;
+  struct fi_ops_cm *cm;
+  struct fi_ops_msg *msg;
+  struct fi_ops_rma *rma;
+  struct fi_ops_tagged *tagged;
+  struct fi_ops_atomic *atomic;
+  struct fi_ops_collective *collective;
+};
+
+/**
+ * Control operations of an endpoint (`fid_ep.ops`). `size` is the size of
+ * the table the provider filled; a slot past it is absent.
+ */
+struct fi_ops_ep {
+  size_t size;
+  ssize_t (*cancel)(fid_t fid, void *context);
+  int (*getopt)(fid_t fid, int level, int optname, void *optval, size_t *optlen);
+  int (*setopt)(fid_t fid, int level, int optname, const void *optval, size_t optlen);
+  int (*tx_ctx)(struct fid_ep *sep,
+                int index,
+                struct fi_tx_attr *attr,
+                struct fid_ep **tx_ep,
+                void *context);
+  int (*rx_ctx)(struct fid_ep *sep,
+                int index,
+                struct fi_rx_attr *attr,
+                struct fid_ep **rx_ep,
+                void *context);
+  ssize_t (*rx_size_left)(struct fid_ep *ep);
+  ssize_t (*tx_size_left)(struct fid_ep *ep);
+  /**
+   * Fills the caller's `*xpu_ep` with the handle an accelerator uses to
+   * drive this endpoint. Since 2.7.
+   */
+  int (*export_xpu)(struct fid_ep *ep, uint64_t flags, struct fid_xpu_ep *xpu_ep);
+};
+
+/**
+ * A passive endpoint: listens for connection requests. Its leading fields
+ * match `fid_ep`, so the generic endpoint calls accept either.
+ */
+struct fid_pep {
+  struct fid fid;
+  struct fi_ops_ep *ops;
+  struct fi_ops_cm *cm;
+};
+
+/**
+ * A shared transmit context, opened with `fi_stx_context`.
+ */
+struct fid_stx {
+  struct fid fid;
+  struct fi_ops_ep *ops;
+};
+
 #endif  /* FI_ENDPOINT_H */

@@ -8,4 +8,683 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_errno.h>
 
+/* Objects of this header named before their definition. */
+struct fid_wait;
+struct fid_poll;
+struct fid_eq;
+struct fid_cq;
+struct fid_cntr;
+
+/* Objects of rdma/fi_xpu.h that the CQ and counter definitions name. */
+struct fid_xpu_ctx;
+struct fid_xpu_cq;
+struct fid_xpu_cntr;
+
+/*
+ * Connection-management event (FI_CONNREQ, FI_CONNECTED, FI_SHUTDOWN).
+ * Connection data, if any, follows the fixed part in the caller's buffer.
+ * The receiver owns info and releases it with fi_freeinfo().
+ */
+struct fi_eq_cm_entry {
+  fid_t fid;
+  struct fi_info *info;
+  uint8_t data[];
+};
+
+/**
+ * EQ event: generic notification (`struct fi_eq_entry`).
+ */
+#define FI_NOTIFY 0
+
+/**
+ * EQ event: connection request on a passive endpoint (`fi_eq_cm_entry`).
+ */
+#define FI_CONNREQ 1
+
+/**
+ * EQ event: connection established (`fi_eq_cm_entry`).
+ */
+#define FI_CONNECTED 2
+
+/**
+ * EQ event: connection shut down (`fi_eq_cm_entry`).
+ */
+#define FI_SHUTDOWN 3
+
+/**
+ * EQ event: asynchronous memory registration finished (`fi_eq_entry`).
+ */
+#define FI_MR_COMPLETE 4
+
+/**
+ * EQ event: asynchronous AV insertion finished (`fi_eq_entry`).
+ */
+#define FI_AV_COMPLETE 5
+
+/**
+ * EQ event: multicast join finished (`fi_eq_entry`).
+ */
+#define FI_JOIN_COMPLETE 6
+
+/**
+ * `enum fi_cntr_events`: what a counter counts.
+ */
+enum fi_cntr_events {
+  FI_CNTR_EVENTS_COMP = 0,
+  /**
+   * Bytes transferred, not completions.
+   */
+  FI_CNTR_EVENTS_BYTES = 1,
+};
+
+/**
+ * `enum fi_cq_format`: which `fi_cq_*_entry` a CQ reports.
+ */
+enum fi_cq_format {
+  FI_CQ_FORMAT_UNSPEC = 0,
+  FI_CQ_FORMAT_CONTEXT = 1,
+  FI_CQ_FORMAT_MSG = 2,
+  FI_CQ_FORMAT_DATA = 3,
+  FI_CQ_FORMAT_TAGGED = 4,
+};
+
+/**
+ * `enum fi_cq_wait_cond`: condition for `fi_cq_sread()`.
+ */
+enum fi_cq_wait_cond {
+  FI_CQ_COND_NONE = 0,
+  /**
+   * `cond` points to a `size_t` threshold.
+   */
+  FI_CQ_COND_THRESHOLD = 1,
+};
+
+/**
+ * `enum fi_wait_obj`: how a caller waits on an object (`FI_GETWAIT` returns
+ * the underlying object).
+ */
+enum fi_wait_obj {
+  FI_WAIT_NONE = 0,
+  FI_WAIT_UNSPEC = 1,
+  FI_WAIT_SET = 2,
+  FI_WAIT_FD = 3,
+  /**
+   * pthread mutex and condition variable (deprecated).
+   */
+  FI_WAIT_MUTEX_COND = 4,
+  FI_WAIT_YIELD = 5,
+  FI_WAIT_POLLFD = 6,
+};
+
+/**
+ * Operations of a wait set (deprecated).
+ */
+struct fi_ops_wait {
+  size_t size;
+  int (*wait)(struct fid_wait *waitset, int timeout);
+};
+
+/**
+ * A wait set (deprecated).
+ */
+struct fid_wait {
+  struct fid fid;
+  struct fi_ops_wait *ops;
+};
+
+/**
+ * Operations of a poll set (deprecated).
+ */
+struct fi_ops_poll {
+  size_t size;
+  int (*poll)(struct fid_poll *pollset, void **context, int count);
+  int (*poll_add)(struct fid_poll *pollset, struct fid *event_fid, uint64_t flags);
+  int (*poll_del)(struct fid_poll *pollset, struct fid *event_fid, uint64_t flags);
+};
+
+/**
+ * A poll set (deprecated).
+ */
+struct fid_poll {
+  struct fid fid;
+  struct fi_ops_poll *ops;
+};
+
+/**
+ * Attributes of an event queue, read by `fi_eq_open()`.
+ */
+struct fi_eq_attr {
+  size_t size;
+  uint64_t flags;
+  enum fi_wait_obj wait_obj;
+  int signaling_vector;
+  /**
+   * Deprecated; NULL unless `wait_obj` is FI_WAIT_SET.
+   */
+  struct fid_wait *wait_set;
+};
+
+/**
+ * Filled in by `fi_eq_readerr()`. `err_data` stays valid until the next
+ * read from the same EQ; the caller may pass its own buffer through
+ * `err_data`/`err_data_size`.
+ */
+struct fi_eq_err_entry {
+  fid_t fid;
+  void *context;
+  uint64_t data;
+  int err;
+  int prov_errno;
+  void *err_data;
+  size_t err_data_size;
+};
+
+/**
+ * Operations of an event queue.
+ */
+struct fi_ops_eq {
+  size_t size;
+  ssize_t (*read)(struct fid_eq *eq, uint32_t *event, void *buf, size_t len, uint64_t flags);
+  ssize_t (*readerr)(struct fid_eq *eq, struct fi_eq_err_entry *buf, uint64_t flags);
+  ssize_t (*write)(struct fid_eq *eq, uint32_t event, const void *buf, size_t len, uint64_t flags);
+  ssize_t (*sread)(struct fid_eq *eq,
+                   uint32_t *event,
+                   void *buf,
+                   size_t len,
+                   int timeout,
+                   uint64_t flags);
+  const char *(*strerror)(struct fid_eq *eq,
+                          int prov_errno,
+                          const void *err_data,
+                          char *buf,
+                          size_t len);
+};
+
+/**
+ * An event queue.
+ */
+struct fid_eq {
+  struct fid fid;
+  struct fi_ops_eq *ops;
+};
+
+/**
+ * Filled in by `fi_cq_readerr()`. `err_data` stays valid until the next
+ * read from the same CQ.
+ */
+struct fi_cq_err_entry {
+  void *op_context;
+  uint64_t flags;
+  size_t len;
+  void *buf;
+  uint64_t data;
+  uint64_t tag;
+  size_t olen;
+  int err;
+  int prov_errno;
+  void *err_data;
+  size_t err_data_size;
+  fi_addr_t src_addr;
+};
+
+/**
+ * Operations of a completion queue.
+ */
+struct fi_ops_cq {
+  size_t size;
+  ssize_t (*read)(struct fid_cq *cq, void *buf, size_t count);
+  ssize_t (*readfrom)(struct fid_cq *cq, void *buf, size_t count, fi_addr_t *src_addr);
+  ssize_t (*readerr)(struct fid_cq *cq, struct fi_cq_err_entry *buf, uint64_t flags);
+  ssize_t (*sread)(struct fid_cq *cq, void *buf, size_t count, const void *cond, int timeout);
+  ssize_t (*sreadfrom)(struct fid_cq *cq,
+                       void *buf,
+                       size_t count,
+                       fi_addr_t *src_addr,
+                       const void *cond,
+                       int timeout);
+  int (*signal)(struct fid_cq *cq);
+  const char *(*strerror)(struct fid_cq *cq,
+                          int prov_errno,
+                          const void *err_data,
+                          char *buf,
+                          size_t len);
+  /**
+   * Since 2.7.
+   */
+  int (*export_xpu)(struct fid_cq *cq, uint64_t flags, struct fid_xpu_cq *xpu_cq);
+};
+
+/**
+ * A completion queue.
+ */
+struct fid_cq {
+  struct fid fid;
+  struct fi_ops_cq *ops;
+};
+
+/**
+ * Operations of a counter.
+ */
+struct fi_ops_cntr {
+  size_t size;
+  uint64_t (*read)(struct fid_cntr *cntr);
+  uint64_t (*readerr)(struct fid_cntr *cntr);
+  int (*add)(struct fid_cntr *cntr, uint64_t value);
+  int (*set)(struct fid_cntr *cntr, uint64_t value);
+  int (*wait)(struct fid_cntr *cntr, uint64_t threshold, int timeout);
+  int (*adderr)(struct fid_cntr *cntr, uint64_t value);
+  int (*seterr)(struct fid_cntr *cntr, uint64_t value);
+  /**
+   * Since 2.7.
+   */
+  int (*export_xpu)(struct fid_cntr *cntr, uint64_t flags, struct fid_xpu_cntr *xpu_cntr);
+};
+
+/**
+ * A counter.
+ */
+struct fid_cntr {
+  struct fid fid;
+  struct fi_ops_cntr *ops;
+};
+
+/**
+ * Attributes of a counter, read by `fi_cntr_open()`.
+ */
+struct fi_cntr_attr {
+  enum fi_cntr_events events;
+  enum fi_wait_obj wait_obj;
+  /**
+   * Deprecated; NULL unless `wait_obj` is FI_WAIT_SET.
+   */
+  struct fid_wait *wait_set;
+  uint64_t flags;
+  /**
+   * XPU context the counter is bound to; read only when `flags` has
+   * FI_XPU. Since 2.7.
+   */
+  struct fid_xpu_ctx *xpu_ctx;
+};
+
+/**
+ * Attributes of a completion queue, read by `fi_cq_open()`.
+ */
+struct fi_cq_attr {
+  size_t size;
+  uint64_t flags;
+  enum fi_cq_format format;
+  enum fi_wait_obj wait_obj;
+  int signaling_vector;
+  enum fi_cq_wait_cond wait_cond;
+  /**
+   * Deprecated; NULL unless `wait_obj` is FI_WAIT_SET.
+   */
+  struct fid_wait *wait_set;
+  /**
+   * XPU context the CQ is bound to; read only when `flags` has FI_XPU.
+   * Since 2.7.
+   */
+  struct fid_xpu_ctx *xpu_ctx;
+};
+
+/**
+ * FI_CQ_FORMAT_DATA entry; `data` is remote CQ data when FI_REMOTE_CQ_DATA
+ * is set in `flags`.
+ */
+struct fi_cq_data_entry {
+  void *op_context;
+  uint64_t flags;
+  size_t len;
+  void *buf;
+  uint64_t data;
+};
+
+/**
+ * FI_CQ_FORMAT_CONTEXT entry.
+ */
+struct fi_cq_entry {
+  void *op_context;
+};
+
+/**
+ * FI_CQ_FORMAT_MSG entry.
+ */
+struct fi_cq_msg_entry {
+  void *op_context;
+  uint64_t flags;
+  size_t len;
+};
+
+/**
+ * FI_CQ_FORMAT_TAGGED entry.
+ */
+struct fi_cq_tagged_entry {
+  void *op_context;
+  uint64_t flags;
+  size_t len;
+  void *buf;
+  uint64_t data;
+  uint64_t tag;
+};
+
+/**
+ * Entry for FI_NOTIFY, FI_MR_COMPLETE, FI_AV_COMPLETE, FI_JOIN_COMPLETE.
+ */
+struct fi_eq_entry {
+  fid_t fid;
+  void *context;
+  uint64_t data;
+};
+
+/**
+ * `FI_GETWAIT` result for FI_WAIT_MUTEX_COND (deprecated).
+ */
+struct fi_mutex_cond {
+  pthread_mutex_t *mutex;
+  pthread_cond_t *cond;
+};
+
+/**
+ * Attributes of a poll set (deprecated object).
+ */
+struct fi_poll_attr {
+  uint64_t flags;
+};
+
+/**
+ * Attributes of a wait set (deprecated object).
+ */
+struct fi_wait_attr {
+  enum fi_wait_obj wait_obj;
+  uint64_t flags;
+};
+
+/**
+ * `FI_GETWAIT` result for FI_WAIT_POLLFD: the caller supplies `fd` with
+ * room for `nfds` entries; `change_index` changes whenever the set does.
+ */
+struct fi_wait_pollfd {
+  uint64_t change_index;
+  size_t nfds;
+  struct pollfd *fd;
+};
+
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
+/**
+ * Asks whether the caller may block on the wait objects of the `count`
+ * objects in `fids` (`fabric->ops->trywait`): 0 if so, -FI_EAGAIN if
+ * events are already pending.
+ *
+ * # Safety
+ * `fabric` must be NULL or point to a live fabric; `fids` must hold
+ * `count` live objects.
+ */
+int fi_trywait(struct fid_fabric *fabric, struct fid **fids, int count);
+
+/**
+ * Waits up to `timeout` ms (-1: forever) on a wait set
+ * (`waitset->ops->wait`). Deprecated.
+ *
+ * # Safety
+ * `waitset` must be NULL or point to a live wait set.
+ */
+int fi_wait(struct fid_wait *waitset, int timeout);
+
+/**
+ * Stores up to `count` contexts of objects with pending events in
+ * `context` and returns how many (`pollset->ops->poll`). Deprecated.
+ *
+ * # Safety
+ * `pollset` must be NULL or point to a live poll set; `context` must hold
+ * `count` entries.
+ */
+int fi_poll(struct fid_poll *pollset, void **context, int count);
+
+/**
+ * Adds `event_fid` (a CQ or counter) to a poll set
+ * (`pollset->ops->poll_add`). Deprecated.
+ *
+ * # Safety
+ * `pollset` must be NULL or point to a live poll set.
+ */
+int fi_poll_add(struct fid_poll *pollset, struct fid *event_fid, uint64_t flags);
+
+/**
+ * Removes `event_fid` from a poll set (`pollset->ops->poll_del`).
+ * Deprecated.
+ *
+ * # Safety
+ * `pollset` must be NULL or point to a live poll set.
+ */
+int fi_poll_del(struct fid_poll *pollset, struct fid *event_fid, uint64_t flags);
+
+/**
+ * Opens an event queue on `fabric` (`fabric->ops->eq_open`). On success
+ * `*eq` holds it, closed with `fi_close()`.
+ *
+ * # Safety
+ * `fabric` must be NULL or point to a live fabric.
+ */
+int fi_eq_open(struct fid_fabric *fabric,
+               struct fi_eq_attr *attr,
+               struct fid_eq **eq,
+               void *context);
+
+/**
+ * Reads one event into `buf` (room for `len` bytes), its type into
+ * `*event` (`eq->ops->read`). Returns the bytes read, -FI_EAGAIN when
+ * empty, -FI_EAVAIL when an error entry is pending.
+ *
+ * # Safety
+ * `eq` must be NULL or point to a live EQ; `buf` must hold `len` bytes.
+ */
+ssize_t fi_eq_read(struct fid_eq *eq, uint32_t *event, void *buf, size_t len, uint64_t flags);
+
+/**
+ * Reads the pending error entry into `buf` (`eq->ops->readerr`).
+ *
+ * # Safety
+ * `eq` must be NULL or point to a live EQ.
+ */
+ssize_t fi_eq_readerr(struct fid_eq *eq, struct fi_eq_err_entry *buf, uint64_t flags);
+
+/**
+ * Queues an application event of type `event` with `len` bytes from `buf`
+ * (`eq->ops->write`). Returns the bytes written or a negative FI_E* code.
+ *
+ * # Safety
+ * `eq` must be NULL or point to a live EQ; `buf` must hold `len` bytes.
+ */
+ssize_t fi_eq_write(struct fid_eq *eq, uint32_t event, const void *buf, size_t len, uint64_t flags);
+
+/**
+ * As `fi_eq_read()`, waiting up to `timeout` ms (-1: forever) for an event
+ * (`eq->ops->sread`).
+ *
+ * # Safety
+ * As `fi_eq_read()`.
+ */
+ssize_t fi_eq_sread(struct fid_eq *eq,
+                    uint32_t *event,
+                    void *buf,
+                    size_t len,
+                    int timeout,
+                    uint64_t flags);
+
+/**
+ * Describes a provider error of this EQ (`eq->ops->strerror`); with `buf`
+ * non-NULL the text is also copied there. NULL when `eq` is NULL or has no
+ * such op.
+ *
+ * # Safety
+ * `eq` must be NULL or point to a live EQ; `buf` must hold `len` bytes.
+ */
+const char *fi_eq_strerror(struct fid_eq *eq,
+                           int prov_errno,
+                           const void *err_data,
+                           char *buf,
+                           size_t len);
+
+/**
+ * Reads up to `count` completions, in the CQ's format, into `buf`
+ * (`cq->ops->read`). Returns how many, -FI_EAGAIN when empty, -FI_EAVAIL
+ * when an error completion is pending.
+ *
+ * # Safety
+ * `cq` must be NULL or point to a live CQ; `buf` must hold `count` entries.
+ */
+ssize_t fi_cq_read(struct fid_cq *cq, void *buf, size_t count);
+
+/**
+ * As `fi_cq_read()`, also storing each completion's source address in
+ * `src_addr` (`cq->ops->readfrom`).
+ *
+ * # Safety
+ * As `fi_cq_read()`; `src_addr` must hold `count` entries.
+ */
+ssize_t fi_cq_readfrom(struct fid_cq *cq, void *buf, size_t count, fi_addr_t *src_addr);
+
+/**
+ * Reads the pending error completion into `buf` (`cq->ops->readerr`).
+ * As upstream does for older providers, `buf->src_addr` is preset to
+ * FI_ADDR_NOTAVAIL before the call.
+ *
+ * # Safety
+ * `cq` must be NULL or point to a live CQ; `buf` must be NULL or writable.
+ */
+ssize_t fi_cq_readerr(struct fid_cq *cq, struct fi_cq_err_entry *buf, uint64_t flags);
+
+/**
+ * As `fi_cq_read()`, waiting up to `timeout` ms (-1: forever) until `cond`
+ * (see `fi_cq_attr.wait_cond`) holds (`cq->ops->sread`).
+ *
+ * # Safety
+ * As `fi_cq_read()`.
+ */
+ssize_t fi_cq_sread(struct fid_cq *cq, void *buf, size_t count, const void *cond, int timeout);
+
+/**
+ * `fi_cq_sread()` with source addresses (`cq->ops->sreadfrom`).
+ *
+ * # Safety
+ * As `fi_cq_readfrom()`.
+ */
+ssize_t fi_cq_sreadfrom(struct fid_cq *cq,
+                        void *buf,
+                        size_t count,
+                        fi_addr_t *src_addr,
+                        const void *cond,
+                        int timeout);
+
+/**
+ * Wakes a thread blocked in `fi_cq_sread()` on `cq` (`cq->ops->signal`).
+ *
+ * # Safety
+ * `cq` must be NULL or point to a live CQ.
+ */
+int fi_cq_signal(struct fid_cq *cq);
+
+/**
+ * Describes a provider error of this CQ (`cq->ops->strerror`); NULL when
+ * `cq` is NULL or has no such op.
+ *
+ * # Safety
+ * `cq` must be NULL or point to a live CQ; `buf` must hold `len` bytes.
+ */
+const char *fi_cq_strerror(struct fid_cq *cq,
+                           int prov_errno,
+                           const void *err_data,
+                           char *buf,
+                           size_t len);
+
+/**
+ * Returns the counter's value (`cntr->ops->read`); 0 when `cntr` is NULL
+ * or has no such op.
+ *
+ * # Safety
+ * `cntr` must be NULL or point to a live counter.
+ */
+uint64_t fi_cntr_read(struct fid_cntr *cntr);
+
+/**
+ * Returns the counter's error count (`cntr->ops->readerr`); 0 when `cntr`
+ * is NULL or has no such op.
+ *
+ * # Safety
+ * `cntr` must be NULL or point to a live counter.
+ */
+uint64_t fi_cntr_readerr(struct fid_cntr *cntr);
+
+/**
+ * Adds `value` to the counter (`cntr->ops->add`).
+ *
+ * # Safety
+ * `cntr` must be NULL or point to a live counter.
+ */
+int fi_cntr_add(struct fid_cntr *cntr, uint64_t value);
+
+/**
+ * Adds `value` to the counter's error count (`cntr->ops->adderr`;
+ * -FI_ENOSYS when the provider has none).
+ *
+ * # Safety
+ * `cntr` must be NULL or point to a live counter.
+ */
+int fi_cntr_adderr(struct fid_cntr *cntr, uint64_t value);
+
+/**
+ * Sets the counter to `value` (`cntr->ops->set`).
+ *
+ * # Safety
+ * `cntr` must be NULL or point to a live counter.
+ */
+int fi_cntr_set(struct fid_cntr *cntr, uint64_t value);
+
+/**
+ * Sets the counter's error count to `value` (`cntr->ops->seterr`;
+ * -FI_ENOSYS when the provider has none).
+ *
+ * # Safety
+ * `cntr` must be NULL or point to a live counter.
+ */
+int fi_cntr_seterr(struct fid_cntr *cntr, uint64_t value);
+
+/**
+ * Waits up to `timeout` ms (-1: forever) for the counter to reach
+ * `threshold` (`cntr->ops->wait`). Returns 0, -FI_ETIMEDOUT, or
+ * -FI_EAVAIL when the error count changed.
+ *
+ * # Safety
+ * `cntr` must be NULL or point to a live counter.
+ */
+int fi_cntr_wait(struct fid_cntr *cntr, uint64_t threshold, int timeout);
+
+/**
+ * Exports an XPU CQ for device-side polling: the provider fills the
+ * caller-owned `*xpu_cq` (`cq->ops->export_xpu`; -FI_ENOSYS when the
+ * provider has none).
+ *
+ * # Safety
+ * `cq` must be NULL or point to a live CQ; `xpu_cq` must be writable.
+ */
+int fi_cq_export_xpu(struct fid_cq *cq, uint64_t flags, struct fid_xpu_cq *xpu_cq);
+
+/**
+ * Exports an XPU counter for device-side use: the provider fills the
+ * caller-owned `*xpu_cntr` (`cntr->ops->export_xpu`; -FI_ENOSYS when the
+ * provider has none).
+ *
+ * # Safety
+ * `cntr` must be NULL or point to a live counter; `xpu_cntr` must be
+ * writable.
+ */
+int fi_cntr_export_xpu(struct fid_cntr *cntr, uint64_t flags, struct fid_xpu_cntr *xpu_cntr);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
+
 #endif  /* FI_EQ_H */

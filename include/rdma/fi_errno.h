@@ -4,5 +4,172 @@
 #define FI_ERRNO_H
 
 #include <errno.h>
+/*
+ * Error numbers shared with the host's <errno.h>: each FI_E* name below is
+ * the errno of the same name, so strerror() and fi_strerror() agree on it.
+ */
+#define FI_EPERM EPERM
+#define FI_ENOENT ENOENT
+#define FI_EINTR EINTR
+#define FI_EIO EIO
+#define FI_E2BIG E2BIG
+#define FI_EBADF EBADF
+#define FI_EAGAIN EAGAIN
+#define FI_ENOMEM ENOMEM
+#define FI_EACCES EACCES
+#define FI_EFAULT EFAULT
+#define FI_EBUSY EBUSY
+#define FI_ENODEV ENODEV
+#define FI_EINVAL EINVAL
+#define FI_EMFILE EMFILE
+#define FI_ENOSPC ENOSPC
+#define FI_ENOSYS ENOSYS
+#define FI_EWOULDBLOCK EWOULDBLOCK
+#define FI_ENOMSG ENOMSG
+#define FI_ENODATA ENODATA
+#define FI_EPROTO EPROTO
+#define FI_EOVERFLOW EOVERFLOW
+#define FI_EMSGSIZE EMSGSIZE
+#define FI_ENOPROTOOPT ENOPROTOOPT
+#define FI_EOPNOTSUPP EOPNOTSUPP
+#define FI_EADDRINUSE EADDRINUSE
+#define FI_EADDRNOTAVAIL EADDRNOTAVAIL
+#define FI_ENETDOWN ENETDOWN
+#define FI_ENETUNREACH ENETUNREACH
+#define FI_ECONNABORTED ECONNABORTED
+#define FI_ECONNRESET ECONNRESET
+#define FI_ENOBUFS ENOBUFS
+#define FI_EISCONN EISCONN
+#define FI_ENOTCONN ENOTCONN
+#define FI_ESHUTDOWN ESHUTDOWN
+#define FI_ETIMEDOUT ETIMEDOUT
+#define FI_ECONNREFUSED ECONNREFUSED
+#define FI_EHOSTDOWN EHOSTDOWN
+#define FI_EHOSTUNREACH EHOSTUNREACH
+#define FI_EALREADY EALREADY
+#define FI_EINPROGRESS EINPROGRESS
+#define FI_EREMOTEIO EREMOTEIO
+#define FI_ECANCELED ECANCELED
+#define FI_EKEYREJECTED EKEYREJECTED
+
+/**
+ * The call succeeded.
+ */
+#define FI_SUCCESS 0
+
+/**
+ * First libfabric-specific error number; smaller values are host errno
+ * values.
+ */
+#define FI_ERRNO_OFFSET 256
+
+/**
+ * Unspecified error.
+ */
+#define FI_EOTHER FI_ERRNO_OFFSET
+
+/**
+ * The caller's buffer is too small; the needed size is usually reported.
+ */
+#define FI_ETOOSMALL 257
+
+/**
+ * The operation is not allowed in the object's current state.
+ */
+#define FI_EOPBADSTATE 258
+
+/**
+ * An error entry is waiting to be read (fi_cq_readerr / fi_eq_readerr).
+ */
+#define FI_EAVAIL 259
+
+/**
+ * A flag is not supported.
+ */
+#define FI_EBADFLAGS 260
+
+/**
+ * No event queue is bound, or it is unusable.
+ */
+#define FI_ENOEQ 261
+
+/**
+ * The resource domain is invalid.
+ */
+#define FI_EDOMAIN 262
+
+/**
+ * No completion queue is bound, or it is unusable.
+ */
+#define FI_ENOCQ 263
+
+/**
+ * CRC error.
+ */
+#define FI_ECRC 264
+
+/**
+ * Data was truncated.
+ */
+#define FI_ETRUNC 265
+
+/**
+ * A required key (such as a memory-region key) is not available.
+ */
+#define FI_ENOKEY 266
+
+/**
+ * No address vector is bound, or it is unusable.
+ */
+#define FI_ENOAV 267
+
+/**
+ * A queue overflowed.
+ */
+#define FI_EOVERRUN 268
+
+/**
+ * The receiver has no buffer posted for the message.
+ */
+#define FI_ENORX 269
+
+/**
+ * No more memory registrations can be made.
+ */
+#define FI_ENOMR 270
+
+/**
+ * The peer sits behind a firewall and no connection to it exists.
+ * Since 2.2.
+ */
+#define FI_EFIREWALLADDR 271
+
+/**
+ * One past the largest libfabric-specific error number.
+ */
+#define FI_ERRNO_MAX 272
+
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
+/**
+ * Returns a printable message for a libfabric error number. `errnum` may be
+ * given negated, as calls return it (`-FI_ENOKEY` and `FI_ENOKEY` give the
+ * same text). Numbers below FI_ERRNO_OFFSET get the C library's strerror
+ * text; numbers at or past FI_ERRNO_MAX read as FI_EOTHER.
+ *
+ * The string is owned by the library, never NULL, must not be freed or
+ * modified, and stays valid until the process exits. Safe to call from
+ * several threads at once.
+ *
+ * # Safety
+ * None beyond the C ABI: any `int` is accepted.
+ */
+const char *fi_strerror(int errnum);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
 
 #endif  /* FI_ERRNO_H */

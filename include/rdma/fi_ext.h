@@ -8,4 +8,176 @@
 #include <rdma/fi_eq.h>
 #include <rdma/fi_endpoint.h>
 
+/* The logging types of rdma/providers/fi_log.h, which upstream's fi_ext.h
+ * includes and oxfabric does not install. They are skipped when that header
+ * was included first. */
+#ifndef FI_LOG_H
+enum fi_log_subsys {
+	FI_LOG_CORE,
+	FI_LOG_FABRIC,
+	FI_LOG_DOMAIN,
+	FI_LOG_EP_CTRL,
+	FI_LOG_EP_DATA,
+	FI_LOG_AV,
+	FI_LOG_CQ,
+	FI_LOG_EQ,
+	FI_LOG_MR,
+	FI_LOG_CNTR,
+};
+
+enum fi_log_level {
+	FI_LOG_WARN,
+	FI_LOG_TRACE,
+	FI_LOG_INFO,
+	FI_LOG_DEBUG,
+};
+#endif /* FI_LOG_H */
+
+/* Named by the memory-monitor callback tables before its definition. */
+struct fid_mem_monitor;
+
+/**
+ * Base of the EFA provider's private option names and values.
+ */
+#define FI_PROV_SPECIFIC_EFA (3834 << 16)
+
+/**
+ * Base of the TCP provider's private option names and values.
+ */
+#define FI_PROV_SPECIFIC_TCP (1995 << 16)
+
+/**
+ * EFA option: how many times to retry after receiver-not-ready.
+ */
+#define FI_OPT_EFA_RNR_RETRY (-FI_PROV_SPECIFIC_EFA + 0)
+
+/**
+ * EFA option (`bool`, read only): RMA reads are emulated.
+ */
+#define FI_OPT_EFA_EMULATED_READ (-FI_PROV_SPECIFIC_EFA + 1)
+
+/**
+ * EFA option (`bool`, read only): RMA writes are emulated.
+ */
+#define FI_OPT_EFA_EMULATED_WRITE (-FI_PROV_SPECIFIC_EFA + 2)
+
+/**
+ * EFA option (`bool`, read only): atomics are emulated.
+ */
+#define FI_OPT_EFA_EMULATED_ATOMICS (-FI_PROV_SPECIFIC_EFA + 3)
+
+/**
+ * EFA option (`bool`): use the device's RDMA for transfers.
+ */
+#define FI_OPT_EFA_USE_DEVICE_RDMA (-FI_PROV_SPECIFIC_EFA + 4)
+
+/**
+ * EFA option (`bool`): sends and receives stay ordered in 128-byte units.
+ */
+#define FI_OPT_EFA_SENDRECV_IN_ORDER_ALIGNED_128_BYTES (-FI_PROV_SPECIFIC_EFA + 5)
+
+/**
+ * EFA option (`bool`): writes stay ordered in 128-byte units.
+ */
+#define FI_OPT_EFA_WRITE_IN_ORDER_ALIGNED_128_BYTES (-FI_PROV_SPECIFIC_EFA + 6)
+
+/**
+ * EFA option (`bool`): every peer runs the same configuration.
+ * Since 2.7.
+ */
+#define FI_OPT_EFA_HOMOGENEOUS_PEERS (-FI_PROV_SPECIFIC_EFA + 7)
+
+/**
+ * EFA option (`bool`): RDMA writes with immediate data need no posted
+ * receive. Since 2.7.
+ */
+#define FI_OPT_EFA_USE_UNSOLICITED_WRITE_RECV (-FI_PROV_SPECIFIC_EFA + 8)
+
+/**
+ * Flag for `fi_ops_log.enabled`/`ready`: the provider filter was already
+ * applied.
+ */
+#define FI_LOG_PROV_FILTERED (1ull << 0)
+
+/**
+ * A provider as the logging callbacks see it: opaque here (it is
+ * `rdma/providers/fi_prov.h`'s `struct fi_provider`).
+ */
+struct fi_provider;
+
+/**
+ * The argument of the FI_EXPORT_FID control command (`fi_export_fid`): the
+ * exported fid is written to `*fid`.
+ */
+struct fi_fid_export {
+  struct fid **fid;
+  uint64_t flags;
+  void *context;
+};
+
+/**
+ * Logging callbacks an application lends the library with
+ * `fi_import_log`; the library then routes its log output through them.
+ */
+struct fi_ops_log {
+  size_t size;
+  int (*enabled)(const struct fi_provider *prov,
+                 enum fi_log_level level,
+                 enum fi_log_subsys subsys,
+                 uint64_t flags);
+  int (*ready)(const struct fi_provider *prov,
+               enum fi_log_level level,
+               enum fi_log_subsys subsys,
+               uint64_t flags,
+               uint64_t *showtime);
+  void (*log)(const struct fi_provider *prov,
+              enum fi_log_level level,
+              enum fi_log_subsys subsys,
+              const char *func,
+              int line,
+              const char *msg);
+};
+
+/**
+ * What the library gives an imported memory monitor: `notify` reports
+ * that a watched range changed.
+ */
+struct fi_ops_mem_notify {
+  size_t size;
+  void (*notify)(struct fid_mem_monitor *monitor, const void *addr, size_t len);
+};
+
+/**
+ * An application memory monitor, imported into the MR cache with
+ * `fi_import_fid`.
+ */
+struct fid_mem_monitor {
+  struct fid fid;
+  struct fi_ops_mem_monitor *export_ops;
+  struct fi_ops_mem_notify *import_ops;
+};
+
+/**
+ * Callbacks of an imported memory monitor, called by the library to
+ * start and stop it and to watch address ranges.
+ */
+struct fi_ops_mem_monitor {
+  size_t size;
+  int (*start)(struct fid_mem_monitor *monitor);
+  void (*stop)(struct fid_mem_monitor *monitor);
+  int (*subscribe)(struct fid_mem_monitor *monitor, const void *addr, size_t len);
+  void (*unsubscribe)(struct fid_mem_monitor *monitor, const void *addr, size_t len);
+  bool (*valid)(struct fid_mem_monitor *monitor, const void *addr, size_t len);
+};
+
+/**
+ * The application object `fi_import_log` hands to the library: its `fid`
+ * and its logging callbacks. The application owns it and keeps it alive
+ * while imported.
+ */
+struct fid_logging {
+  struct fid fid;
+  struct fi_ops_log *ops;
+};
+
 #endif  /* FI_EXT_H */

@@ -6,4 +6,103 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_endpoint.h>
 
+/**
+ * A remote byte range: target address (or offset, per the domain's
+ * FI_MR_VIRT_ADDR mode), length and the registration's key.
+ */
+struct fi_rma_iov {
+  uint64_t addr;
+  size_t len;
+  uint64_t key;
+};
+
+/**
+ * An RMA request for `fi_readmsg`/`fi_writemsg`: local `msg_iov` (with a
+ * descriptor each in `desc`), the peer `addr`, the remote ranges, the
+ * completion `context` and the remote CQ `data`. The caller owns the arrays.
+ */
+struct fi_msg_rma {
+  const struct iovec *msg_iov;
+  void **desc;
+  size_t iov_count;
+  fi_addr_t addr;
+  const struct fi_rma_iov *rma_iov;
+  size_t rma_iov_count;
+  void *context;
+  uint64_t data;
+};
+
+/**
+ * RMA operations of an endpoint (`fid_ep.rma`).
+ */
+struct fi_ops_rma {
+  size_t size;
+  ssize_t (*read)(struct fid_ep *ep,
+                  void *buf,
+                  size_t len,
+                  void *desc,
+                  fi_addr_t src_addr,
+                  uint64_t addr,
+                  uint64_t key,
+                  void *context);
+  ssize_t (*readv)(struct fid_ep *ep,
+                   const struct iovec *iov,
+                   void **desc,
+                   size_t count,
+                   fi_addr_t src_addr,
+                   uint64_t addr,
+                   uint64_t key,
+                   void *context);
+  ssize_t (*readmsg)(struct fid_ep *ep, const struct fi_msg_rma *msg, uint64_t flags);
+  ssize_t (*write)(struct fid_ep *ep,
+                   const void *buf,
+                   size_t len,
+                   void *desc,
+                   fi_addr_t dest_addr,
+                   uint64_t addr,
+                   uint64_t key,
+                   void *context);
+  ssize_t (*writev)(struct fid_ep *ep,
+                    const struct iovec *iov,
+                    void **desc,
+                    size_t count,
+                    fi_addr_t dest_addr,
+                    uint64_t addr,
+                    uint64_t key,
+                    void *context);
+  ssize_t (*writemsg)(struct fid_ep *ep, const struct fi_msg_rma *msg, uint64_t flags);
+  ssize_t (*inject)(struct fid_ep *ep,
+                    const void *buf,
+                    size_t len,
+                    fi_addr_t dest_addr,
+                    uint64_t addr,
+                    uint64_t key);
+  ssize_t (*writedata)(struct fid_ep *ep,
+                       const void *buf,
+                       size_t len,
+                       void *desc,
+                       uint64_t data,
+                       fi_addr_t dest_addr,
+                       uint64_t addr,
+                       uint64_t key,
+                       void *context);
+  ssize_t (*injectdata)(struct fid_ep *ep,
+                        const void *buf,
+                        size_t len,
+                        uint64_t data,
+                        fi_addr_t dest_addr,
+                        uint64_t addr,
+                        uint64_t key);
+};
+
+/**
+ * A remote array for atomics: as `fi_rma_iov`, but `count` is in elements
+ * of the operation's datatype.
+ */
+struct fi_rma_ioc {
+  uint64_t addr;
+  size_t count;
+  uint64_t key;
+};
+
 #endif  /* FI_RMA_H */

@@ -6,4 +6,89 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_endpoint.h>
 
+/* Tag layout used by MPI over libfabric: the low 32 bits hold the MPI tag,
+ * the next 8 bits a payload id. */
+#define FI_MPI_IGNORE_TAG	((uint64_t) UINT32_MAX)
+#define FI_MPI_IGNORE_PAYLOAD	(((uint64_t) UINT8_MAX) << 32)
+
+/* Builds an MPI-style tag from an MPI tag and a payload id. */
+static inline uint64_t
+fi_tag_mpi(int tag, uint8_t payload_id)
+{
+	return ((uint64_t) payload_id << 32) | (uint64_t) (uint32_t) tag;
+}
+
+/**
+ * A tagged message for `fi_tsendmsg`/`fi_trecvmsg`: as `fi_msg`, plus the
+ * `tag` and (for receives) the `ignore` mask of tag bits that need not match.
+ */
+struct fi_msg_tagged {
+  const struct iovec *msg_iov;
+  void **desc;
+  size_t iov_count;
+  fi_addr_t addr;
+  uint64_t tag;
+  uint64_t ignore;
+  void *context;
+  uint64_t data;
+};
+
+/**
+ * Tagged-message operations of an endpoint (`fid_ep.tagged`).
+ */
+struct fi_ops_tagged {
+  size_t size;
+  ssize_t (*recv)(struct fid_ep *ep,
+                  void *buf,
+                  size_t len,
+                  void *desc,
+                  fi_addr_t src_addr,
+                  uint64_t tag,
+                  uint64_t ignore,
+                  void *context);
+  ssize_t (*recvv)(struct fid_ep *ep,
+                   const struct iovec *iov,
+                   void **desc,
+                   size_t count,
+                   fi_addr_t src_addr,
+                   uint64_t tag,
+                   uint64_t ignore,
+                   void *context);
+  ssize_t (*recvmsg)(struct fid_ep *ep, const struct fi_msg_tagged *msg, uint64_t flags);
+  ssize_t (*send)(struct fid_ep *ep,
+                  const void *buf,
+                  size_t len,
+                  void *desc,
+                  fi_addr_t dest_addr,
+                  uint64_t tag,
+                  void *context);
+  ssize_t (*sendv)(struct fid_ep *ep,
+                   const struct iovec *iov,
+                   void **desc,
+                   size_t count,
+                   fi_addr_t dest_addr,
+                   uint64_t tag,
+                   void *context);
+  ssize_t (*sendmsg)(struct fid_ep *ep, const struct fi_msg_tagged *msg, uint64_t flags);
+  ssize_t (*inject)(struct fid_ep *ep,
+                    const void *buf,
+                    size_t len,
+                    fi_addr_t dest_addr,
+                    uint64_t tag);
+  ssize_t (*senddata)(struct fid_ep *ep,
+                      const void *buf,
+                      size_t len,
+                      void *desc,
+                      uint64_t data,
+                      fi_addr_t dest_addr,
+                      uint64_t tag,
+                      void *context);
+  ssize_t (*injectdata)(struct fid_ep *ep,
+                        const void *buf,
+                        size_t len,
+                        uint64_t data,
+                        fi_addr_t dest_addr,
+                        uint64_t tag);
+};
+
 #endif  /* FI_TAGGED_H */

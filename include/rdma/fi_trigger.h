@@ -9,4 +9,180 @@
 #include <rdma/fi_tagged.h>
 #include <rdma/fi_atomic.h>
 
+/**
+ * `enum fi_op_type`: the kind of operation a deferred work item posts.
+ */
+enum fi_op_type {
+  FI_OP_RECV = 0,
+  FI_OP_SEND = 1,
+  FI_OP_TRECV = 2,
+  FI_OP_TSEND = 3,
+  FI_OP_READ = 4,
+  FI_OP_WRITE = 5,
+  FI_OP_ATOMIC = 6,
+  FI_OP_FETCH_ATOMIC = 7,
+  FI_OP_COMPARE_ATOMIC = 8,
+  FI_OP_CNTR_SET = 9,
+  FI_OP_CNTR_ADD = 10,
+};
+
+/**
+ * `enum fi_trigger_event`: what releases a triggered operation.
+ */
+enum fi_trigger_event {
+  FI_TRIGGER_THRESHOLD = 0,
+  FI_TRIGGER_XPU = 1,
+};
+
+/**
+ * A deferred message send or receive.
+ */
+struct fi_op_msg {
+  struct fid_ep *ep;
+  struct fi_msg msg;
+  uint64_t flags;
+};
+
+/**
+ * A deferred tagged send or receive.
+ */
+struct fi_op_tagged {
+  struct fid_ep *ep;
+  struct fi_msg_tagged msg;
+  uint64_t flags;
+};
+
+/**
+ * A deferred RMA read or write.
+ */
+struct fi_op_rma {
+  struct fid_ep *ep;
+  struct fi_msg_rma msg;
+  uint64_t flags;
+};
+
+/**
+ * A deferred atomic.
+ */
+struct fi_op_atomic {
+  struct fid_ep *ep;
+  struct fi_msg_atomic msg;
+  uint64_t flags;
+};
+
+/**
+ * A deferred fetching atomic.
+ */
+struct fi_op_fetch_atomic {
+  struct fid_ep *ep;
+  struct fi_msg_atomic msg;
+  struct fi_msg_fetch fetch;
+  uint64_t flags;
+};
+
+/**
+ * A deferred compare atomic.
+ */
+struct fi_op_compare_atomic {
+  struct fid_ep *ep;
+  struct fi_msg_atomic msg;
+  struct fi_msg_fetch fetch;
+  struct fi_msg_compare compare;
+  uint64_t flags;
+};
+
+/**
+ * A deferred counter set or add of `value`.
+ */
+struct fi_op_cntr {
+  struct fid_cntr *cntr;
+  uint64_t value;
+};
+
+/**
+ * A deferred work item queued on a domain with FI_QUEUE_WORK: post `op`
+ * once `triggering_cntr` reaches `threshold`, then count it on
+ * `completion_cntr`. The application owns the item until it completes.
+ */
+struct fi_deferred_work {
+  struct fi_context2 context;
+  uint64_t threshold;
+  struct fid_cntr *triggering_cntr;
+  struct fid_cntr *completion_cntr;
+  enum fi_op_type op_type;
+  union {
+    struct fi_op_msg *msg;
+    struct fi_op_tagged *tagged;
+    struct fi_op_rma *rma;
+    struct fi_op_atomic *atomic;
+    struct fi_op_fetch_atomic *fetch_atomic;
+    struct fi_op_compare_atomic *compare_atomic;
+    struct fi_op_cntr *cntr;
+  } op;
+};
+
+/**
+ * FI_TRIGGER_THRESHOLD condition: run once `cntr` reaches `threshold`.
+ */
+struct fi_trigger_threshold {
+  struct fid_cntr *cntr;
+  size_t threshold;
+};
+
+/**
+ * A variable an XPU writes to release a triggered operation.
+ */
+struct fi_trigger_var {
+  enum fi_datatype datatype;
+  int count;
+  void *addr;
+  union {
+    uint8_t val8;
+    uint16_t val16;
+    uint32_t val32;
+    uint64_t val64;
+    uint8_t *data;
+  } value;
+};
+
+/**
+ * FI_TRIGGER_XPU condition: `count` variables in `var` on an accelerator.
+ */
+struct fi_trigger_xpu {
+  int count;
+  enum fi_hmem_iface iface;
+  union {
+    uint64_t reserved;
+    int cuda;
+    int ze;
+  } device;
+  struct fi_trigger_var *var;
+};
+
+/**
+ * Passed as the `context` of an operation posted with FI_TRIGGER; the same
+ * size as `struct fi_context`.
+ */
+struct fi_triggered_context {
+  enum fi_trigger_event event_type;
+  union {
+    struct fi_trigger_threshold threshold;
+    struct fi_trigger_xpu xpu;
+    void *internal[3];
+  } trigger;
+};
+
+/**
+ * As `fi_triggered_context`, for FI_CONTEXT2 mode; the same size as
+ * `struct fi_context2`.
+ */
+struct fi_triggered_context2 {
+  enum fi_trigger_event event_type;
+  union {
+    struct fi_trigger_threshold threshold;
+    struct fi_trigger_xpu xpu;
+    void *internal[7];
+  } trigger;
+};
+
 #endif  /* FI_TRIGGER_H */

@@ -6,4 +6,182 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
 
+/* Named by struct fi_ops_xpu_ctx before its definition. */
+struct fid_xpu_ctx;
+
+/**
+ * `alloc` callback flag: the memory must be exportable as a DMA-BUF fd.
+ * Since 2.7.
+ */
+#define FI_XPU_ALLOC_DMABUF (1ull << 0)
+
+/**
+ * `import` callback flag: the host address is PCIe BAR (I/O) memory.
+ * Since 2.7.
+ */
+#define FI_XPU_IMPORT_IOMEMORY (1ull << 0)
+
+/**
+ * `import` callback flag: the returned address must be usable from kernels.
+ * Since 2.7.
+ */
+#define FI_XPU_IMPORT_DEVICEMAP (1ull << 1)
+
+/**
+ * `fi_xpu_ctx_attr.caps`: endpoints can be exported to the XPU. Since 2.7.
+ */
+#define FI_XPU_CAP_EP (1ull << 0)
+
+/**
+ * `fi_xpu_ctx_attr.caps`: CQs can be exported to the XPU. Since 2.7.
+ */
+#define FI_XPU_CAP_CQ (1ull << 1)
+
+/**
+ * `fi_xpu_ctx_attr.caps`: counters can be exported to the XPU. Since 2.7.
+ */
+#define FI_XPU_CAP_CNTR (1ull << 2)
+
+/**
+ * `enum fi_xpu_provider`: provider id stored in `fid_xpu.prov_id` for
+ * device-side dispatch. Since 2.7.
+ */
+enum fi_xpu_provider {
+  FI_XPU_PROV_EFA = 1,
+};
+
+/**
+ * Memory callbacks the application lends to an XPU context. The provider
+ * calls them to allocate, map and release accelerator memory on its behalf.
+ * `size` must be `sizeof(struct fi_xpu_ops)`; slots past `size` are unused.
+ * Since 2.7.
+ */
+struct fi_xpu_ops {
+  size_t size;
+  /**
+   * Allocates `size` bytes on `device`; with FI_XPU_ALLOC_DMABUF also
+   * returns a DMA-BUF `fd` and the allocation's `offset` in it.
+   */
+  int (*alloc)(uint64_t device,
+               uint64_t size,
+               uint64_t alignment,
+               uint64_t flags,
+               void **addr,
+               int *fd,
+               uint64_t *offset);
+  /**
+   * Makes the host range `[host_addr, host_addr + size)` reachable from
+   * `device` and returns the device-side address in `*dev_addr`.
+   */
+  int (*import)(uint64_t device, void *host_addr, uint64_t size, uint64_t flags, void **dev_addr);
+  /**
+   * Releases memory obtained from `alloc`.
+   */
+  void (*free)(uint64_t device, void *addr);
+};
+
+/**
+ * Input to `fi_xpu_ctx()`: which accelerator, and (optionally, may be NULL)
+ * the callbacks to manage its memory. Since 2.7.
+ */
+struct fi_xpu_attr {
+  enum fi_hmem_iface iface;
+  uint64_t device;
+  struct fi_xpu_ops *ops;
+};
+
+/**
+ * Output of `fi_xpu_ctx_query()`: the supported XPU objects (FI_XPU_CAP_*)
+ * and the buffer sizes that `fi_av_lookup2()` and `fi_mr_get_xpu_desc()`
+ * need for this context. Since 2.7.
+ */
+struct fi_xpu_ctx_attr {
+  uint64_t caps;
+  size_t av_addr_size;
+  size_t mr_desc_size;
+};
+
+/**
+ * Operations of an XPU context. Since 2.7.
+ */
+struct fi_ops_xpu_ctx {
+  size_t size;
+  int (*query)(struct fid_xpu_ctx *ctx, struct fi_xpu_ctx_attr *attr);
+};
+
+/**
+ * An XPU context, opened with `fi_xpu_ctx()` and closed with `fi_close()`.
+ * Since 2.7.
+ */
+struct fid_xpu_ctx {
+  struct fid fid;
+  struct fi_ops_xpu_ctx *ops;
+};
+
+/**
+ * Head of every handle filled in by `fi_ep_export_xpu()`,
+ * `fi_cq_export_xpu()` and `fi_cntr_export_xpu()`. The caller owns the
+ * storage; the provider writes `fclass` (FI_CLASS_EP/CQ/CNTR), `prov_id`
+ * (an `enum fi_xpu_provider` value) and its own `prov_ctx`. Since 2.7.
+ */
+struct fid_xpu {
+  uint32_t fclass;
+  uint32_t prov_id;
+  uint64_t prov_ctx;
+};
+
+/**
+ * A counter exported to an XPU. Since 2.7.
+ */
+struct fid_xpu_cntr {
+  struct fid_xpu fid;
+};
+
+/**
+ * A completion queue exported to an XPU. Since 2.7.
+ */
+struct fid_xpu_cq {
+  struct fid_xpu fid;
+};
+
+/**
+ * An endpoint exported to an XPU. Since 2.7.
+ */
+struct fid_xpu_ep {
+  struct fid_xpu fid;
+};
+
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
+/**
+ * Opens an XPU context on `domain` for the accelerator that `attr` names
+ * (`domain->ops->xpu_ctx`). On success `*ctx` holds the context, closed
+ * with `fi_close()`. Returns 0 or a negative FI_E* code (-FI_ENOSYS when
+ * the provider has no XPU support).
+ *
+ * # Safety
+ * `domain` must be NULL or point to a live domain; `attr` and `ctx` must be
+ * valid for the provider's use.
+ */
+int fi_xpu_ctx(struct fid_domain *domain,
+               struct fi_xpu_attr *attr,
+               struct fid_xpu_ctx **ctx,
+               void *context);
+
+/**
+ * Fills `*attr` with what XPU context `ctx` supports (FI_XPU_CAP_*) and the
+ * raw AV address and MR descriptor sizes it uses (`ctx->ops->query`).
+ *
+ * # Safety
+ * `ctx` must be NULL or point to a live XPU context; `attr` must be
+ * writable.
+ */
+int fi_xpu_ctx_query(struct fid_xpu_ctx *ctx, struct fi_xpu_ctx_attr *attr);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
+
 #endif  /* FI_XPU_H */

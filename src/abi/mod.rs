@@ -11,6 +11,7 @@ pub mod eq;
 pub mod errno;
 pub mod ext;
 pub mod fabric;
+pub mod prov;
 pub mod rma;
 pub mod tagged;
 pub mod trigger;

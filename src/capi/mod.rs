@@ -95,3 +95,16 @@ macro_rules! op {
         }
     }};
 }
+
+#[cfg(any())]
+pub mod compat;
+pub mod domain;
+pub mod eq;
+pub mod errno;
+pub mod fabric;
+#[cfg(any())]
+pub mod info;
+pub mod log;
+#[cfg(any())]
+pub mod param;
+pub mod xpu;

@@ -1,1 +1,24 @@
+//! `oxshm`: the built-in provider for processes on one host.
+//!
+//! One file per object, as libfabric's prov/<name>/src/<prefix>_<object>.c.
 
+pub mod domain;
+pub mod eq;
+pub mod fabric;
+pub mod info;
+pub mod mr;
+pub mod object;
+
+use super::Provider;
+
+/// Provider version reported in `fabric_attr->prov_version`.
+pub const VERSION: u32 = crate::prov::info::version(0, 1);
+
+pub const NAME: &str = "oxshm";
+
+pub static PROVIDER: Provider = Provider {
+    name: NAME,
+    version: VERSION,
+    offers: info::offers,
+    mr_required: info::mr_required,
+};

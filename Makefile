@@ -1,0 +1,112 @@
+# oxfabric's front door. `make` builds libfabric.so.1 and the headers;
+# `make run` runs the demo; `make test` builds and runs every test.
+# cargo does the Rust work; this file links the shared library and drives
+# the C tests.
+
+SHELL := /bin/bash
+CARGO ?= cargo
+CC ?= cc
+PREFIX ?= /usr/local
+BUILD := build
+UPSTREAM := $(BUILD)/upstream
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1)
+STATICLIB := target/release/liboxfabric.a
+LIB := $(BUILD)/libfabric.so.1
+CFLAGS_TEST := -Wall -Wextra -Werror -g -O1
+
+.PHONY: all lib headers headers-check install run test test-rust test-c test-exports \
+	test-upstream-bin test-install test-layout lint deps bench clean
+
+all: lib
+
+# ---------------------------------------------------------------- build ----
+
+$(STATICLIB): FORCE
+	$(CARGO) build --release --features symver --lib
+
+FORCE:
+
+$(LIB): $(STATICLIB) fabric.map src/capi/variadic.c
+	@mkdir -p $(BUILD)
+	$(CC) -shared -fPIC -O2 -o $@ src/capi/variadic.c \
+		-Wl,--whole-archive $(STATICLIB) -Wl,--no-whole-archive \
+		-Wl,--version-script=fabric.map -Wl,-soname,libfabric.so.1 \
+		-Wl,--gc-sections -Wl,-z,defs -lpthread -ldl -lm -lgcc_s -lc
+	ln -sf libfabric.so.1 $(BUILD)/libfabric.so
+
+lib: $(LIB)
+
+# The headers are written by build.rs on every cargo build.
+headers:
+	$(CARGO) build --lib
+
+headers-check: headers
+	@if ! git diff --exit-code --stat -- include/ || \
+	    [ -n "$$(git ls-files --others --exclude-standard include/)" ]; then \
+		echo "headers-check: include/ differs from what src/abi generates; commit the regenerated headers"; \
+		exit 1; \
+	fi
+	@echo "headers-check: include/rdma matches src/abi"
+
+$(BUILD)/libfabric.pc: pkgconfig/libfabric.pc.in Cargo.toml
+	@mkdir -p $(BUILD)
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
+
+install: lib $(BUILD)/libfabric.pc
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/rdma
+	install -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/libfabric.so.1
+	ln -sf libfabric.so.1 $(DESTDIR)$(PREFIX)/lib/libfabric.so
+	install -m 0644 include/rdma/*.h $(DESTDIR)$(PREFIX)/include/rdma/
+	install -m 0644 $(BUILD)/libfabric.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/libfabric.pc
+
+# ------------------------------------------------------------------ run ----
+
+$(BUILD)/demo: examples/demo.c $(LIB)
+	$(CC) $(CFLAGS_TEST) -Iinclude -o $@ $< -L$(BUILD) -lfabric -Wl,-rpath,$(abspath $(BUILD))
+
+run: $(BUILD)/demo
+	$(BUILD)/demo
+
+# ----------------------------------------------------------------- test ----
+
+# System packages the tests use, and upstream libfabric (1.17 runtime,
+# headers and binaries; 2.1 headers) for the ABI comparisons.
+deps: $(UPSTREAM)/.done
+
+$(UPSTREAM)/.done:
+	@command -v pkg-config >/dev/null || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pkg-config >/dev/null; }
+	bash ../shared/tools/upstream-libfabric.sh $(UPSTREAM) | tail -2
+	@touch $@
+
+test: deps headers-check lint test-rust test-layout test-c test-exports test-upstream-bin test-install
+	@echo "make test: all suites passed"
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --all-targets -- -D warnings
+
+test-rust:
+	$(CARGO) test --workspace
+
+test-layout: deps
+	$(CARGO) test -p oxfabric-layout -- --nocapture
+
+test-c: deps lib
+	bash capi-tests/run.sh
+
+test-exports: lib
+	bash capi-tests/exports.sh $(LIB)
+
+test-upstream-bin: deps lib
+	bash capi-tests/upstream-bin.sh $(BUILD)
+
+test-install: lib
+	bash capi-tests/install.sh
+
+bench:
+	@echo "benchmarks arrive with the oxshm data path"
+
+clean:
+	$(CARGO) clean
+	rm -rf $(BUILD)

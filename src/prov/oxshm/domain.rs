@@ -1,0 +1,275 @@
+//! oxshm domains (`fi_domain`): the registration scope, and the parent of
+//! endpoints, CQs, counters and AVs (the data-path objects come later).
+
+use super::eq::Eq;
+use super::fabric::Fabric;
+use super::mr;
+use super::object::{from_fid, nosys, slot, Header, Object, TAG_DOMAIN};
+use crate::abi::domain::*;
+use crate::abi::fabric::*;
+use crate::error::{Error, Result};
+use crate::mr::registry::Registry;
+use crate::prov::info::MR_BASIC_MAP;
+use libc::{c_int, c_void};
+use std::sync::Mutex;
+
+#[repr(C)]
+pub struct Domain {
+    pub fid: fid_domain,
+    pub hdr: Header,
+    fabric: *const Fabric,
+    /// API version the fabric was opened with.
+    pub api_version: u32,
+    /// The mr_mode in force, with FI_MR_BASIC spelled out as its bits.
+    pub mr_mode: i32,
+    pub mr_iov_limit: usize,
+    pub keys: Registry,
+    /// EQ bound with fi_domain_bind, and its flags.
+    eq: Mutex<Option<(*const Eq, u64)>>,
+}
+
+// SAFETY: #[repr(C)] with fid_domain (which starts with struct fid) first.
+unsafe impl Object for Domain {
+    const TAG: u64 = TAG_DOMAIN;
+    const FCLASS: usize = FI_CLASS_DOMAIN as usize;
+    const NAME: &'static str = "domain";
+    fn header(&self) -> &Header {
+        &self.hdr
+    }
+    fn fi_ops() -> *mut fi_ops {
+        &FI_OPS as *const fi_ops as *mut fi_ops
+    }
+}
+
+static FI_OPS: fi_ops = fi_ops {
+    size: std::mem::size_of::<fi_ops>(),
+    close: Some(close),
+    bind: Some(bind),
+    control: Some(nosys::control),
+    ops_open: Some(nosys::ops_open),
+    tostr: Some(nosys::tostr),
+    ops_set: Some(nosys::ops_set),
+};
+
+static OPS_DOMAIN: fi_ops_domain = fi_ops_domain {
+    size: std::mem::size_of::<fi_ops_domain>(),
+    av_open: Some(unsupported::av_open),
+    cq_open: Some(unsupported::cq_open),
+    endpoint: Some(unsupported::endpoint),
+    scalable_ep: Some(unsupported::scalable_ep),
+    cntr_open: Some(unsupported::cntr_open),
+    poll_open: Some(unsupported::poll_open),
+    stx_ctx: Some(unsupported::stx_ctx),
+    srx_ctx: Some(unsupported::srx_ctx),
+    query_atomic: Some(unsupported::query_atomic),
+    query_collective: Some(unsupported::query_collective),
+    endpoint2: Some(unsupported::endpoint2),
+    xpu_ctx: Some(unsupported::xpu_ctx),
+};
+
+static OPS_MR: fi_ops_mr = fi_ops_mr {
+    size: std::mem::size_of::<fi_ops_mr>(),
+    reg: Some(mr::reg),
+    regv: Some(mr::regv),
+    regattr: Some(mr::regattr),
+};
+
+/// A random secret for provider keys (never zero).
+fn key_secret() -> u64 {
+    let mut v: u64 = 0;
+    // SAFETY: getrandom writes at most 8 bytes into v.
+    let n = unsafe { libc::getrandom(&mut v as *mut u64 as *mut c_void, 8, 0) };
+    if n != 8 {
+        // Fall back on the clock and address-space layout.
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1);
+        v = t ^ (&v as *const u64 as u64).rotate_left(17);
+    }
+    v | 1
+}
+
+/// Opens a domain on `fab` for `fi_domain`.
+///
+/// # Safety
+/// `info` points to a valid `fi_info` (current layout).
+pub unsafe fn open(fab: &Fabric, info: *const fi_info, context: *mut c_void) -> Result<*mut fid_domain> {
+    // SAFETY: per the function contract.
+    let attr = unsafe { (*info).domain_attr };
+    let (mut mr_mode, iov_limit) = if attr.is_null() {
+        (0, super::info::MR_IOV_LIMIT)
+    } else {
+        // SAFETY: a non-NULL domain_attr of a valid fi_info.
+        let a = unsafe { &*attr };
+        if !a.name.is_null() {
+            // SAFETY: name is a NUL-terminated string.
+            let name = unsafe { std::ffi::CStr::from_ptr(a.name) }.to_string_lossy();
+            if name != super::NAME {
+                crate::ox_log!(Warn, Domain, super::NAME, "no domain named {name}");
+                return Err(Error::NODATA);
+            }
+        }
+        let limit = if a.mr_iov_limit == 0 {
+            super::info::MR_IOV_LIMIT
+        } else {
+            a.mr_iov_limit.min(super::info::MR_IOV_LIMIT)
+        };
+        (a.mr_mode, limit)
+    };
+    if mr_mode == FI_MR_BASIC {
+        mr_mode = MR_BASIC_MAP;
+    } else if mr_mode == FI_MR_SCALABLE {
+        mr_mode = 0;
+    }
+    let required = super::info::mr_required();
+    if required & !mr_mode != 0 {
+        crate::ox_log!(
+            Warn,
+            Domain,
+            super::NAME,
+            "domain requires mr_mode bits 0x{:x} that info->domain_attr->mr_mode lacks",
+            required & !mr_mode
+        );
+        return Err(Error::INVAL);
+    }
+    fab.hdr.hold();
+    let d = Box::new(Domain {
+        fid: fid_domain {
+            fid: fid {
+                fclass: FI_CLASS_DOMAIN as usize,
+                context,
+                ops: Domain::fi_ops(),
+            },
+            ops: &OPS_DOMAIN as *const fi_ops_domain as *mut fi_ops_domain,
+            mr: &OPS_MR as *const fi_ops_mr as *mut fi_ops_mr,
+        },
+        hdr: Header::new(TAG_DOMAIN),
+        fabric: fab,
+        api_version: fab.api_version,
+        mr_mode,
+        mr_iov_limit: iov_limit,
+        keys: Registry::new(super::info::MR_KEY_SIZE, key_secret()),
+        eq: Mutex::new(None),
+    });
+    Ok(Box::into_raw(d) as *mut fid_domain)
+}
+
+impl Domain {
+    /// The EQ that asynchronous registrations report to (FI_REG_MR binding).
+    pub fn reg_mr_eq(&self) -> Option<&Eq> {
+        let g = self.eq.lock().unwrap_or_else(|e| e.into_inner());
+        match *g {
+            // SAFETY: a bound EQ cannot close before the domain releases it.
+            Some((eq, flags)) if flags & FI_REG_MR != 0 => Some(unsafe { &*eq }),
+            _ => None,
+        }
+    }
+}
+
+unsafe extern "C" fn close(f: *mut fid) -> c_int {
+    slot("fi_close", || {
+        // SAFETY: from_fid checks the object.
+        let d = unsafe { from_fid::<Domain>(f) }?;
+        if !d.keys.is_empty() {
+            crate::ox_log!(Warn, Domain, super::NAME, "cannot close domain: {} memory region(s) still open", d.keys.len());
+            return Err(Error::BUSY);
+        }
+        d.hdr.begin_close("domain")?;
+        if let Some((eq, _)) = d.eq.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            // SAFETY: the EQ is held by this binding, so it is still live.
+            unsafe { (*eq).hdr.release() };
+        }
+        // SAFETY: the fabric outlives its domains (it cannot close while held).
+        unsafe { (*d.fabric).hdr.release() };
+        // SAFETY: allocated by `open`; nothing depends on it any more.
+        drop(unsafe { Box::from_raw(f as *mut Domain) });
+        Ok(0)
+    })
+}
+
+unsafe extern "C" fn bind(f: *mut fid, bfid: *mut fid, flags: u64) -> c_int {
+    slot("fi_domain_bind", || {
+        // SAFETY: from_fid checks the objects.
+        let d = unsafe { from_fid::<Domain>(f) }?;
+        let eq = unsafe { from_fid::<Eq>(bfid) }?;
+        if flags & !FI_REG_MR != 0 {
+            crate::ox_log!(Warn, Domain, super::NAME, "fi_domain_bind: unsupported flags 0x{:x}", flags & !FI_REG_MR);
+            return Err(Error::BADFLAGS);
+        }
+        let mut g = d.eq.lock().unwrap_or_else(|e| e.into_inner());
+        if g.is_some() {
+            crate::ox_log!(Warn, Domain, super::NAME, "domain is already bound to an event queue");
+            return Err(Error::BUSY);
+        }
+        eq.hdr.hold();
+        *g = Some((eq as *const Eq, flags));
+        Ok(0)
+    })
+}
+
+/// Domain slots for objects that arrive with the oxshm data path: each
+/// validates its domain and answers -FI_ENOSYS with a log line.
+mod unsupported {
+    use super::*;
+    use crate::abi::endpoint::{fid_ep, fid_stx};
+    use crate::abi::eq::{fi_cntr_attr, fi_cq_attr, fi_poll_attr, fid_cntr, fid_cq, fid_poll};
+    use crate::abi::xpu::{fi_xpu_attr, fid_xpu_ctx};
+
+    fn nosys(domain: *mut fid_domain, what: &str) -> c_int {
+        slot(what, || {
+            // SAFETY: from_fid checks the object.
+            unsafe { from_fid::<Domain>(domain as *const fid) }?;
+            crate::ox_log!(Warn, Domain, super::super::NAME, "{what}: not supported by oxshm yet");
+            Err(Error::NOSYS)
+        })
+    }
+
+    pub unsafe extern "C" fn av_open(d: *mut fid_domain, _: *mut fi_av_attr, _: *mut *mut fid_av, _: *mut c_void) -> c_int {
+        nosys(d, "fi_av_open")
+    }
+    pub unsafe extern "C" fn cq_open(d: *mut fid_domain, _: *mut fi_cq_attr, _: *mut *mut fid_cq, _: *mut c_void) -> c_int {
+        nosys(d, "fi_cq_open")
+    }
+    pub unsafe extern "C" fn endpoint(d: *mut fid_domain, _: *mut fi_info, _: *mut *mut fid_ep, _: *mut c_void) -> c_int {
+        nosys(d, "fi_endpoint")
+    }
+    pub unsafe extern "C" fn scalable_ep(d: *mut fid_domain, _: *mut fi_info, _: *mut *mut fid_ep, _: *mut c_void) -> c_int {
+        nosys(d, "fi_scalable_ep")
+    }
+    pub unsafe extern "C" fn cntr_open(d: *mut fid_domain, _: *mut fi_cntr_attr, _: *mut *mut fid_cntr, _: *mut c_void) -> c_int {
+        nosys(d, "fi_cntr_open")
+    }
+    pub unsafe extern "C" fn poll_open(d: *mut fid_domain, _: *mut fi_poll_attr, _: *mut *mut fid_poll) -> c_int {
+        nosys(d, "fi_poll_open")
+    }
+    pub unsafe extern "C" fn stx_ctx(d: *mut fid_domain, _: *mut fi_tx_attr, _: *mut *mut fid_stx, _: *mut c_void) -> c_int {
+        nosys(d, "fi_stx_context")
+    }
+    pub unsafe extern "C" fn srx_ctx(d: *mut fid_domain, _: *mut fi_rx_attr, _: *mut *mut fid_ep, _: *mut c_void) -> c_int {
+        nosys(d, "fi_srx_context")
+    }
+    pub unsafe extern "C" fn query_atomic(
+        d: *mut fid_domain,
+        _: fi_datatype_raw,
+        _: fi_op_raw,
+        _: *mut crate::abi::atomic::fi_atomic_attr,
+        _: u64,
+    ) -> c_int {
+        nosys(d, "fi_query_atomic")
+    }
+    pub unsafe extern "C" fn query_collective(
+        d: *mut fid_domain,
+        _: crate::abi::collective::fi_collective_op_raw,
+        _: *mut crate::abi::collective::fi_collective_attr,
+        _: u64,
+    ) -> c_int {
+        nosys(d, "fi_query_collective")
+    }
+    pub unsafe extern "C" fn endpoint2(d: *mut fid_domain, _: *mut fi_info, _: *mut *mut fid_ep, _: u64, _: *mut c_void) -> c_int {
+        nosys(d, "fi_endpoint2")
+    }
+    pub unsafe extern "C" fn xpu_ctx(d: *mut fid_domain, _: *mut fi_xpu_attr, _: *mut *mut fid_xpu_ctx, _: *mut c_void) -> c_int {
+        nosys(d, "fi_xpu_ctx")
+    }
+}

@@ -1,0 +1,159 @@
+//! What oxshm offers through fi_getinfo. Only capabilities that work are
+//! listed; the data path adds FI_MSG, FI_RMA, FI_ATOMIC and FI_RMA_EVENT as
+//! it delivers them.
+
+use crate::abi::fabric as f;
+use crate::prov::info::{DomainAttr, EpAttr, FabricAttr, Info, RxAttr, TxAttr};
+
+/// Largest number of iovs one registration may carry.
+pub const MR_IOV_LIMIT: usize = 64;
+/// Registrations per domain.
+pub const MR_CNT: usize = 1 << 20;
+/// Bytes of an MR key.
+pub const MR_KEY_SIZE: usize = 8;
+
+/// Capabilities of an oxshm endpoint at this build.
+pub const CAPS: u64 = f::FI_LOCAL_COMM;
+
+/// mr_mode bits an oxshm domain imposes: `FI_OXSHM_MR_MODE`, a number or a
+/// list of bit names (`FI_MR_LOCAL|FI_MR_PROV_KEY` or comma-separated), so
+/// applications can be tested against each registration mode on one host.
+pub fn mr_required() -> i32 {
+    std::env::var("FI_OXSHM_MR_MODE")
+        .ok()
+        .map(|v| parse_mr_mode(&v))
+        .unwrap_or(0)
+}
+
+/// Parses an mr_mode list; unknown names are ignored with a warning.
+pub fn parse_mr_mode(text: &str) -> i32 {
+    const NAMES: &[(&str, i32)] = &[
+        ("FI_MR_LOCAL", f::FI_MR_LOCAL),
+        ("FI_MR_RAW", f::FI_MR_RAW),
+        ("FI_MR_VIRT_ADDR", f::FI_MR_VIRT_ADDR),
+        ("FI_MR_ALLOCATED", f::FI_MR_ALLOCATED),
+        ("FI_MR_PROV_KEY", f::FI_MR_PROV_KEY),
+        ("FI_MR_MMU_NOTIFY", f::FI_MR_MMU_NOTIFY),
+        ("FI_MR_RMA_EVENT", f::FI_MR_RMA_EVENT),
+        ("FI_MR_ENDPOINT", f::FI_MR_ENDPOINT),
+        ("FI_MR_HMEM", f::FI_MR_HMEM),
+        ("FI_MR_COLLECTIVE", f::FI_MR_COLLECTIVE),
+        ("FI_MR_XPU_DESC", f::FI_MR_XPU_DESC),
+    ];
+    let text = text.trim();
+    if let Some(hex) = text.strip_prefix("0x") {
+        return i32::from_str_radix(hex, 16).unwrap_or(0) & !(f::FI_MR_BASIC | f::FI_MR_SCALABLE);
+    }
+    if let Ok(n) = text.parse::<i32>() {
+        return n & !(f::FI_MR_BASIC | f::FI_MR_SCALABLE);
+    }
+    let mut bits = 0;
+    for name in text.split(['|', ',', ' ']).filter(|s| !s.is_empty()) {
+        let upper = name.to_ascii_uppercase();
+        let full = if upper.starts_with("FI_MR_") { upper } else { format!("FI_MR_{upper}") };
+        match NAMES.iter().find(|(n, _)| *n == full) {
+            Some((_, b)) => bits |= b,
+            None => crate::ox_log!(Warn, Core, super::NAME, "FI_OXSHM_MR_MODE: unknown bit {name}"),
+        }
+    }
+    bits
+}
+
+/// oxshm's single offer: an RDM endpoint on the `oxshm` fabric and domain.
+pub fn offers(api_version: u32) -> Vec<Info> {
+    let _ = api_version;
+    vec![Info {
+        caps: CAPS,
+        mode: 0,
+        addr_format: f::FI_ADDR_STR as u32,
+        src_addr: None,
+        dest_addr: None,
+        tx: Some(TxAttr {
+            caps: CAPS,
+            mode: 0,
+            op_flags: 0,
+            msg_order: 0,
+            comp_order: 0,
+            inject_size: 0,
+            size: 1024,
+            iov_limit: 4,
+            rma_iov_limit: 4,
+            tclass: 0,
+        }),
+        rx: Some(RxAttr {
+            caps: CAPS,
+            mode: 0,
+            op_flags: 0,
+            msg_order: 0,
+            comp_order: 0,
+            total_buffered_recv: 0,
+            size: 1024,
+            iov_limit: 4,
+        }),
+        ep: Some(EpAttr {
+            ep_type: f::fi_ep_type::FI_EP_RDM as u32,
+            protocol: f::FI_PROTO_SHM as u32,
+            protocol_version: 1,
+            max_msg_size: 1 << 30,
+            msg_prefix_size: 0,
+            max_order_raw_size: 0,
+            max_order_war_size: 0,
+            max_order_waw_size: 0,
+            mem_tag_format: 0,
+            tx_ctx_cnt: 1,
+            rx_ctx_cnt: 1,
+            auth_key: None,
+        }),
+        domain: Some(DomainAttr {
+            name: Some(super::NAME.to_string()),
+            threading: f::fi_threading::FI_THREAD_SAFE as u32,
+            control_progress: f::fi_progress::FI_PROGRESS_AUTO as u32,
+            progress: f::fi_progress::FI_PROGRESS_MANUAL as u32,
+            resource_mgmt: f::fi_resource_mgmt::FI_RM_ENABLED as u32,
+            av_type: f::fi_av_type::FI_AV_UNSPEC as u32,
+            mr_mode: 0,
+            mr_key_size: MR_KEY_SIZE,
+            cq_data_size: 8,
+            cq_cnt: 1024,
+            ep_cnt: 256,
+            tx_ctx_cnt: 1,
+            rx_ctx_cnt: 1,
+            max_ep_tx_ctx: 1,
+            max_ep_rx_ctx: 1,
+            max_ep_stx_ctx: 0,
+            max_ep_srx_ctx: 0,
+            cntr_cnt: 1024,
+            mr_iov_limit: MR_IOV_LIMIT,
+            caps: CAPS,
+            mode: 0,
+            auth_key: None,
+            max_err_data: 0,
+            mr_cnt: MR_CNT,
+            tclass: 0,
+            max_ep_auth_key: 0,
+            max_group_id: 0,
+            max_xpu_ctx_cnt: 0,
+        }),
+        fabric: Some(FabricAttr {
+            name: Some(super::NAME.to_string()),
+            prov_name: Some(super::NAME.to_string()),
+            prov_version: super::VERSION,
+            api_version,
+        }),
+    }]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mr_mode_variable_forms() {
+        assert_eq!(parse_mr_mode("FI_MR_LOCAL|FI_MR_PROV_KEY"), f::FI_MR_LOCAL | f::FI_MR_PROV_KEY);
+        assert_eq!(parse_mr_mode("local,virt_addr"), f::FI_MR_LOCAL | f::FI_MR_VIRT_ADDR);
+        assert_eq!(parse_mr_mode("0x44"), f::FI_MR_LOCAL | f::FI_MR_PROV_KEY);
+        assert_eq!(parse_mr_mode("68"), f::FI_MR_LOCAL | f::FI_MR_PROV_KEY);
+        assert_eq!(parse_mr_mode("3"), 0);
+        assert_eq!(parse_mr_mode("bogus"), 0);
+    }
+}
