@@ -226,7 +226,9 @@ fn main() {
             }
         }
         for e in &raw_enums {
-            cfg.export.rename.insert(format!("{e}_raw"), format!("enum {e}"));
+            cfg.export
+                .rename
+                .insert(format!("{e}_raw"), format!("enum {e}"));
         }
         for (rust, c) in LIBC_TAGS {
             cfg.export.rename.insert(rust.to_string(), c.to_string());
@@ -273,9 +275,13 @@ fn scan_items(text: &str) -> Vec<Item> {
     let mut items = Vec::new();
     for line in text.lines() {
         let l = line.trim_start();
-        let kind = [("pub struct ", "struct"), ("pub union ", "union"), ("pub enum ", "enum")]
-            .iter()
-            .find_map(|(prefix, kind)| l.strip_prefix(prefix).map(|rest| (*kind, rest)));
+        let kind = [
+            ("pub struct ", "struct"),
+            ("pub union ", "union"),
+            ("pub enum ", "enum"),
+        ]
+        .iter()
+        .find_map(|(prefix, kind)| l.strip_prefix(prefix).map(|rest| (*kind, rest)));
         if let Some((kind, rest)) = kind {
             let name: String = rest
                 .chars()
@@ -364,9 +370,9 @@ fn inline_anonymous(text: &str) -> String {
     for l in keep {
         let trimmed = l.trim_start();
         let indent = &l[..l.len() - trimmed.len()];
-        let hit = bodies.iter().find(|(name, (kind, _))| {
-            trimmed.starts_with(&format!("{kind} {name} "))
-        });
+        let hit = bodies
+            .iter()
+            .find(|(name, (kind, _))| trimmed.starts_with(&format!("{kind} {name} ")));
         if let Some((name, (kind, body))) = hit {
             let member = trimmed
                 .trim_start_matches(&format!("{kind} {name} "))

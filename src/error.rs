@@ -77,7 +77,11 @@ impl Error {
 
     /// The current `errno` as an error.
     pub fn last_os() -> Error {
-        Error(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO))
+        Error(
+            std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO),
+        )
     }
 }
 

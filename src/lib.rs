@@ -7,11 +7,10 @@
 
 pub mod abi;
 pub mod capi;
-pub mod mr;
-#[cfg(any())]
-pub mod prov;
-pub mod errstr;
 pub mod error;
+pub mod errstr;
+pub mod mr;
+pub mod prov;
 #[macro_use]
 pub mod log;
 pub mod param;

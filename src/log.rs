@@ -169,8 +169,9 @@ macro_rules! __function {
     () => {{
         fn f() {}
         let name = std::any::type_name_of_val(&f);
-        let name = name.strip_suffix("::f").unwrap_or(name);
-        name.rsplit("::").next().unwrap_or(name)
+        name.rsplit("::")
+            .find(|s| *s != "f" && *s != "{{closure}}")
+            .unwrap_or(name)
     }};
 }
 

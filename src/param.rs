@@ -110,13 +110,28 @@ fn builtin() -> Vec<Param> {
 
 /// Defines a parameter; redefining the same (provider, name) is -FI_EALREADY.
 pub fn define(p: Param) -> Result<()> {
-    if p.name.is_empty() || !p.name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-        crate::core_warn!(Core, "fi_param_define: invalid parameter name \"{}\"", p.name);
+    if p.name.is_empty()
+        || !p
+            .name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        crate::core_warn!(
+            Core,
+            "fi_param_define: invalid parameter name \"{}\"",
+            p.name
+        );
         return Err(Error::INVAL);
     }
     let mut reg = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
     if reg.iter().any(|q| q.env_name() == p.env_name()) {
-        crate::ox_log!(Info, Core, "core", "parameter {} already defined", p.env_name());
+        crate::ox_log!(
+            Info,
+            Core,
+            "core",
+            "parameter {} already defined",
+            p.env_name()
+        );
         return Err(Error::ALREADY);
     }
     reg.push(p);
@@ -176,12 +191,20 @@ mod tests {
         assert_eq!(parse(ParamType::Int, "x"), None);
         assert_eq!(parse(ParamType::SizeT, "4096"), Some(Value::SizeT(4096)));
         assert_eq!(parse(ParamType::SizeT, "-1"), None);
-        assert_eq!(parse(ParamType::String, " a b"), Some(Value::String(" a b".into())));
+        assert_eq!(
+            parse(ParamType::String, " a b"),
+            Some(Value::String(" a b".into()))
+        );
     }
 
     #[test]
     fn define_get_and_errors() {
-        let p = Param { prov: Some("unit".into()), name: "knob".into(), ty: ParamType::Int, help: "h".into() };
+        let p = Param {
+            prov: Some("unit".into()),
+            name: "knob".into(),
+            ty: ParamType::Int,
+            help: "h".into(),
+        };
         define(p.clone()).unwrap();
         assert_eq!(define(p), Err(Error::ALREADY));
         assert_eq!(get(Some("unit"), "nope").unwrap_err(), Error::NOENT);
@@ -192,7 +215,12 @@ mod tests {
         std::env::set_var("FI_UNIT_KNOB", "twelve");
         assert_eq!(get(Some("unit"), "knob").unwrap_err(), Error::INVAL);
         std::env::remove_var("FI_UNIT_KNOB");
-        let bad = Param { prov: None, name: "bad name".into(), ty: ParamType::Int, help: String::new() };
+        let bad = Param {
+            prov: None,
+            name: "bad name".into(),
+            ty: ParamType::Int,
+            help: String::new(),
+        };
         assert_eq!(define(bad), Err(Error::INVAL));
         assert!(all().iter().any(|(p, _)| p.env_name() == "FI_LOG_LEVEL"));
     }

@@ -18,15 +18,6 @@
 #define FI_COMPARE_ATOMIC (1ull << 59)
 
 /**
- * What `fi_query_atomic` reports for one (datatype, op) pair: the largest
- * element `count` one operation may carry and the element `size` in bytes.
- */
-struct fi_atomic_attr {
-  size_t count;
-  size_t size;
-};
-
-/**
  * An atomic request for the `*msg` calls: local operand arrays
  * (`msg_iov`, a descriptor each in `desc`), the peer `addr`, the remote
  * arrays, the `datatype` and `op`, the completion `context` and remote CQ
@@ -43,6 +34,15 @@ struct fi_msg_atomic {
   enum fi_op op;
   void *context;
   uint64_t data;
+};
+
+/**
+ * What `fi_query_atomic` reports for one (datatype, op) pair: the largest
+ * element `count` one operation may carry and the element `size` in bytes.
+ */
+struct fi_atomic_attr {
+  size_t count;
+  size_t size;
 };
 
 /**
@@ -172,5 +172,234 @@ struct fi_ops_atomic {
   int (*readwritevalid)(struct fid_ep *ep, enum fi_datatype datatype, enum fi_op op, size_t *count);
   int (*compwritevalid)(struct fid_ep *ep, enum fi_datatype datatype, enum fi_op op, size_t *count);
 };
+
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
+/**
+ * Applies `op` with the `count` elements of `buf` to remote `addr`.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; buffers stay valid until completion.
+ */
+ssize_t fi_atomic(struct fid_ep *ep,
+                  const void *buf,
+                  size_t count,
+                  void *desc,
+                  fi_addr_t dest_addr,
+                  uint64_t addr,
+                  uint64_t key,
+                  enum fi_datatype datatype,
+                  enum fi_op op,
+                  void *context);
+
+/**
+ * As fi_atomic, with operands in the `count` entries of `iov`.
+ *
+ * # Safety
+ * As fi_atomic.
+ */
+ssize_t fi_atomicv(struct fid_ep *ep,
+                   const struct fi_ioc *iov,
+                   void **desc,
+                   size_t count,
+                   fi_addr_t dest_addr,
+                   uint64_t addr,
+                   uint64_t key,
+                   enum fi_datatype datatype,
+                   enum fi_op op,
+                   void *context);
+
+/**
+ * Performs the atomic described by `msg` with operation `flags`.
+ *
+ * # Safety
+ * As fi_atomic.
+ */
+ssize_t fi_atomicmsg(struct fid_ep *ep, const struct fi_msg_atomic *msg, uint64_t flags);
+
+/**
+ * As fi_atomic without a completion; `buf` may be reused on return.
+ *
+ * # Safety
+ * As fi_atomic.
+ */
+ssize_t fi_inject_atomic(struct fid_ep *ep,
+                         const void *buf,
+                         size_t count,
+                         fi_addr_t dest_addr,
+                         uint64_t addr,
+                         uint64_t key,
+                         enum fi_datatype datatype,
+                         enum fi_op op);
+
+/**
+ * As fi_atomic, returning the target's previous values in `result`.
+ *
+ * # Safety
+ * As fi_atomic.
+ */
+ssize_t fi_fetch_atomic(struct fid_ep *ep,
+                        const void *buf,
+                        size_t count,
+                        void *desc,
+                        void *result,
+                        void *result_desc,
+                        fi_addr_t dest_addr,
+                        uint64_t addr,
+                        uint64_t key,
+                        enum fi_datatype datatype,
+                        enum fi_op op,
+                        void *context);
+
+/**
+ * As fi_fetch_atomic, with operand and result arrays.
+ *
+ * # Safety
+ * As fi_atomic.
+ */
+ssize_t fi_fetch_atomicv(struct fid_ep *ep,
+                         const struct fi_ioc *iov,
+                         void **desc,
+                         size_t count,
+                         struct fi_ioc *resultv,
+                         void **result_desc,
+                         size_t result_count,
+                         fi_addr_t dest_addr,
+                         uint64_t addr,
+                         uint64_t key,
+                         enum fi_datatype datatype,
+                         enum fi_op op,
+                         void *context);
+
+/**
+ * Performs the fetching atomic described by `msg`, results into `resultv`.
+ *
+ * # Safety
+ * As fi_atomic.
+ */
+ssize_t fi_fetch_atomicmsg(struct fid_ep *ep,
+                           const struct fi_msg_atomic *msg,
+                           struct fi_ioc *resultv,
+                           void **result_desc,
+                           size_t result_count,
+                           uint64_t flags);
+
+/**
+ * Compares the target with `compare` and, per `op`, writes `buf`; the
+ * previous values land in `result`.
+ *
+ * # Safety
+ * As fi_atomic.
+ */
+ssize_t fi_compare_atomic(struct fid_ep *ep,
+                          const void *buf,
+                          size_t count,
+                          void *desc,
+                          const void *compare,
+                          void *compare_desc,
+                          void *result,
+                          void *result_desc,
+                          fi_addr_t dest_addr,
+                          uint64_t addr,
+                          uint64_t key,
+                          enum fi_datatype datatype,
+                          enum fi_op op,
+                          void *context);
+
+/**
+ * As fi_compare_atomic, with operand, compare and result arrays.
+ *
+ * # Safety
+ * As fi_atomic.
+ */
+ssize_t fi_compare_atomicv(struct fid_ep *ep,
+                           const struct fi_ioc *iov,
+                           void **desc,
+                           size_t count,
+                           const struct fi_ioc *comparev,
+                           void **compare_desc,
+                           size_t compare_count,
+                           struct fi_ioc *resultv,
+                           void **result_desc,
+                           size_t result_count,
+                           fi_addr_t dest_addr,
+                           uint64_t addr,
+                           uint64_t key,
+                           enum fi_datatype datatype,
+                           enum fi_op op,
+                           void *context);
+
+/**
+ * Performs the compare atomic described by `msg`.
+ *
+ * # Safety
+ * As fi_atomic.
+ */
+ssize_t fi_compare_atomicmsg(struct fid_ep *ep,
+                             const struct fi_msg_atomic *msg,
+                             const struct fi_ioc *comparev,
+                             void **compare_desc,
+                             size_t compare_count,
+                             struct fi_ioc *resultv,
+                             void **result_desc,
+                             size_t result_count,
+                             uint64_t flags);
+
+/**
+ * Whether `ep` supports atomic `op` on `datatype`; on success `*count` is
+ * the most elements one operation may carry.
+ *
+ * Returns 0, or a negative FI_E* code (-FI_EOPNOTSUPP: not supported).
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `count` is passed to the provider.
+ */
+int fi_atomicvalid(struct fid_ep *ep, enum fi_datatype datatype, enum fi_op op, size_t *count);
+
+/**
+ * As fi_atomicvalid, for fetching atomics.
+ *
+ * # Safety
+ * As fi_atomicvalid.
+ */
+int fi_fetch_atomicvalid(struct fid_ep *ep,
+                         enum fi_datatype datatype,
+                         enum fi_op op,
+                         size_t *count);
+
+/**
+ * As fi_atomicvalid, for compare atomics.
+ *
+ * # Safety
+ * As fi_atomicvalid.
+ */
+int fi_compare_atomicvalid(struct fid_ep *ep,
+                           enum fi_datatype datatype,
+                           enum fi_op op,
+                           size_t *count);
+
+/**
+ * Asks `domain` whether it supports `op` on `datatype` (FI_FETCH_ATOMIC /
+ * FI_COMPARE_ATOMIC in `flags` select the variant); on success `*attr`
+ * holds the limits.
+ *
+ * Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `domain`,
+ * -FI_ENOSYS if the domain cannot be asked, -FI_EOPNOTSUPP if the pair is
+ * unsupported.
+ *
+ * # Safety
+ * `domain` must be NULL or a live domain; `attr` is passed to the provider.
+ */
+int fi_query_atomic(struct fid_domain *domain,
+                    enum fi_datatype datatype,
+                    enum fi_op op,
+                    struct fi_atomic_attr *attr,
+                    uint64_t flags);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
 
 #endif  /* FI_ATOMIC_H */

@@ -31,4 +31,128 @@ struct fi_ops_cm {
   int (*join)(struct fid_ep *ep, const void *addr, uint64_t flags, struct fid_mc **mc, void *context);
 };
 
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
+/**
+ * Sets the local address of the endpoint `fid` to the `addrlen` bytes at
+ * `addr` (before it is enabled).
+ *
+ * Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `fid`,
+ * -FI_ENOSYS without the cm interface.
+ *
+ * # Safety
+ * `fid` must be NULL or the `fid` of a live active or passive endpoint.
+ */
+int fi_setname(fid_t fid, void *addr, size_t addrlen);
+
+/**
+ * Copies the local address of the endpoint `fid` into `addr`; `*addrlen`
+ * is the buffer size on input and the address size on output
+ * (-FI_ETOOSMALL when the buffer is too small).
+ *
+ * Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `fid`,
+ * -FI_ENOSYS without the cm interface.
+ *
+ * # Safety
+ * `fid` must be NULL or the `fid` of a live active or passive endpoint.
+ */
+int fi_getname(fid_t fid, void *addr, size_t *addrlen);
+
+/**
+ * Copies the address of the connected peer of `ep` into `addr`, sized as
+ * for fi_getname.
+ *
+ * Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `ep`,
+ * -FI_ENOSYS without the cm interface.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint.
+ */
+int fi_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen);
+
+/**
+ * Starts listening for connection requests on `pep`; they arrive on its EQ.
+ *
+ * Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `pep`,
+ * -FI_ENOSYS without the cm interface.
+ *
+ * # Safety
+ * `pep` must be NULL or a live passive endpoint.
+ */
+int fi_listen(struct fid_pep *pep);
+
+/**
+ * Requests a connection from `ep` to `addr`, sending `paramlen` bytes of
+ * `param` with it; the result arrives on the endpoint's EQ.
+ *
+ * Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `ep`,
+ * -FI_ENOSYS without the cm interface.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint.
+ */
+int fi_connect(struct fid_ep *ep, const void *addr, const void *param, size_t paramlen);
+
+/**
+ * Accepts the connection request `ep` was opened for, returning
+ * `paramlen` bytes of `param` to the peer.
+ *
+ * Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `ep`,
+ * -FI_ENOSYS without the cm interface.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint.
+ */
+int fi_accept(struct fid_ep *ep, const void *param, size_t paramlen);
+
+/**
+ * Rejects the connection request `handle` received on `pep`, returning
+ * `paramlen` bytes of `param` to the peer.
+ *
+ * Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `pep`,
+ * -FI_ENOSYS without the cm interface.
+ *
+ * # Safety
+ * `pep` must be NULL or a live passive endpoint.
+ */
+int fi_reject(struct fid_pep *pep, fid_t handle, const void *param, size_t paramlen);
+
+/**
+ * Shuts down the connection of `ep`; both sides see FI_SHUTDOWN.
+ *
+ * Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `ep`,
+ * -FI_ENOSYS without the cm interface.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint.
+ */
+int fi_shutdown(struct fid_ep *ep, uint64_t flags);
+
+/**
+ * Joins `ep` to the multicast group (or, with FI_COLLECTIVE, collective
+ * group) at `addr`; the join completes on the EQ and `*mc` is the group.
+ *
+ * Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `ep`,
+ * -FI_ENOSYS if the endpoint cannot join groups.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint.
+ */
+int fi_join(struct fid_ep *ep, const void *addr, uint64_t flags, struct fid_mc **mc, void *context);
+
+/**
+ * The address to send to the multicast group `mc`; FI_ADDR_NOTAVAIL (and a
+ * warning) for a NULL `mc`.
+ *
+ * # Safety
+ * `mc` must be NULL or a live multicast group.
+ */
+fi_addr_t fi_mc_addr(struct fid_mc *mc);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
+
 #endif  /* FI_CM_H */

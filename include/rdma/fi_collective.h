@@ -30,15 +30,6 @@ struct fid_av_set {
 };
 
 /**
- * The `addr` argument `fi_join_collective` passes to `fi_join` (with
- * FI_COLLECTIVE set): the member set and the group address it derives from.
- */
-struct fi_collective_addr {
-  const struct fid_av_set *set;
-  fi_addr_t coll_addr;
-};
-
-/**
  * What `fi_query_collective` reports, or is asked about: the reduction
  * `op` and `datatype`, the datatype's limits, the largest group and the
  * mode bits the provider needs.
@@ -49,6 +40,15 @@ struct fi_collective_attr {
   struct fi_atomic_attr datatype_attr;
   size_t max_members;
   uint64_t mode;
+};
+
+/**
+ * The `addr` argument `fi_join_collective` passes to `fi_join` (with
+ * FI_COLLECTIVE set): the member set and the group address it derives from.
+ */
+struct fi_collective_addr {
+  const struct fid_av_set *set;
+  fi_addr_t coll_addr;
 };
 
 /**
@@ -167,5 +167,286 @@ struct fi_ops_collective {
                  uint64_t flags);
   ssize_t (*barrier2)(struct fid_ep *ep, fi_addr_t coll_addr, uint64_t flags, void *context);
 };
+
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
+/**
+ * Creates an AV set over `av` as `attr` describes; on success `*set` holds
+ * it (close with fi_close).
+ *
+ * Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `av`,
+ * -FI_ENOSYS if the AV has no sets.
+ *
+ * # Safety
+ * `av` must be NULL or a live AV.
+ */
+int fi_av_set(struct fid_av *av,
+              struct fi_av_set_attr *attr,
+              struct fid_av_set **set,
+              void *context);
+
+/**
+ * Adds the members of `src` to `dst`.
+ *
+ * Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `dst`,
+ * -FI_ENOSYS if the set does not support it.
+ *
+ * # Safety
+ * `dst` must be NULL or a live AV set; `src` is passed to the provider.
+ */
+int fi_av_set_union(struct fid_av_set *dst, const struct fid_av_set *src);
+
+/**
+ * Keeps only the members of `dst` that are also in `src`.
+ *
+ * Returns as fi_av_set_union.
+ *
+ * # Safety
+ * As fi_av_set_union.
+ */
+int fi_av_set_intersect(struct fid_av_set *dst, const struct fid_av_set *src);
+
+/**
+ * Removes the members of `src` from `dst`.
+ *
+ * Returns as fi_av_set_union.
+ *
+ * # Safety
+ * As fi_av_set_union.
+ */
+int fi_av_set_diff(struct fid_av_set *dst, const struct fid_av_set *src);
+
+/**
+ * Adds the AV address `addr` to `set`.
+ *
+ * Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `set`,
+ * -FI_ENOSYS if the set does not support it.
+ *
+ * # Safety
+ * `set` must be NULL or a live AV set.
+ */
+int fi_av_set_insert(struct fid_av_set *set, fi_addr_t addr);
+
+/**
+ * Removes the AV address `addr` from `set`.
+ *
+ * Returns as fi_av_set_insert.
+ *
+ * # Safety
+ * As fi_av_set_insert.
+ */
+int fi_av_set_remove(struct fid_av_set *set, fi_addr_t addr);
+
+/**
+ * Stores in `*coll_addr` the address that names `set` as a collective
+ * group (for fi_join_collective).
+ *
+ * Returns as fi_av_set_insert.
+ *
+ * # Safety
+ * As fi_av_set_insert; `coll_addr` is passed to the provider.
+ */
+int fi_av_set_addr(struct fid_av_set *set, fi_addr_t *coll_addr);
+
+/**
+ * Joins `ep` to the collective group of `set` derived from `coll_addr`:
+ * fi_join with a `struct fi_collective_addr` and FI_COLLECTIVE added to
+ * `flags`. The join completes on the EQ; `*mc` is the group.
+ *
+ * Returns as fi_join.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `set` is passed to the provider.
+ */
+int fi_join_collective(struct fid_ep *ep,
+                       fi_addr_t coll_addr,
+                       const struct fid_av_set *set,
+                       uint64_t flags,
+                       struct fid_mc **mc,
+                       void *context);
+
+/**
+ * Waits, without blocking the caller, until every member of the group has
+ * entered the barrier; completes with `context`.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint.
+ */
+ssize_t fi_barrier(struct fid_ep *ep, fi_addr_t coll_addr, void *context);
+
+/**
+ * As fi_barrier, with operation `flags`; `flags == 0` is exactly
+ * fi_barrier.
+ *
+ * # Safety
+ * As fi_barrier.
+ */
+ssize_t fi_barrier2(struct fid_ep *ep, fi_addr_t coll_addr, uint64_t flags, void *context);
+
+/**
+ * Sends the `count` elements at `buf` from `root_addr` to every member;
+ * the others receive into their `buf`.
+ *
+ * # Safety
+ * As fi_barrier; buffers stay valid until completion.
+ */
+ssize_t fi_broadcast(struct fid_ep *ep,
+                     void *buf,
+                     size_t count,
+                     void *desc,
+                     fi_addr_t coll_addr,
+                     fi_addr_t root_addr,
+                     enum fi_datatype datatype,
+                     uint64_t flags,
+                     void *context);
+
+/**
+ * Every member sends a distinct `count`-element block of `buf` to each
+ * other member; `result` gathers the blocks received.
+ *
+ * # Safety
+ * As fi_broadcast.
+ */
+ssize_t fi_alltoall(struct fid_ep *ep,
+                    const void *buf,
+                    size_t count,
+                    void *desc,
+                    void *result,
+                    void *result_desc,
+                    fi_addr_t coll_addr,
+                    enum fi_datatype datatype,
+                    uint64_t flags,
+                    void *context);
+
+/**
+ * Reduces every member's `buf` with `op`; every member gets the result.
+ *
+ * # Safety
+ * As fi_broadcast.
+ */
+ssize_t fi_allreduce(struct fid_ep *ep,
+                     const void *buf,
+                     size_t count,
+                     void *desc,
+                     void *result,
+                     void *result_desc,
+                     fi_addr_t coll_addr,
+                     enum fi_datatype datatype,
+                     enum fi_op op,
+                     uint64_t flags,
+                     void *context);
+
+/**
+ * Every member gets the concatenation of all members' `buf`.
+ *
+ * # Safety
+ * As fi_broadcast.
+ */
+ssize_t fi_allgather(struct fid_ep *ep,
+                     const void *buf,
+                     size_t count,
+                     void *desc,
+                     void *result,
+                     void *result_desc,
+                     fi_addr_t coll_addr,
+                     enum fi_datatype datatype,
+                     uint64_t flags,
+                     void *context);
+
+/**
+ * Reduces every member's `buf` with `op` and gives each member one block
+ * of the result.
+ *
+ * # Safety
+ * As fi_broadcast.
+ */
+ssize_t fi_reduce_scatter(struct fid_ep *ep,
+                          const void *buf,
+                          size_t count,
+                          void *desc,
+                          void *result,
+                          void *result_desc,
+                          fi_addr_t coll_addr,
+                          enum fi_datatype datatype,
+                          enum fi_op op,
+                          uint64_t flags,
+                          void *context);
+
+/**
+ * Reduces every member's `buf` with `op` into `result` at `root_addr`.
+ *
+ * # Safety
+ * As fi_broadcast.
+ */
+ssize_t fi_reduce(struct fid_ep *ep,
+                  const void *buf,
+                  size_t count,
+                  void *desc,
+                  void *result,
+                  void *result_desc,
+                  fi_addr_t coll_addr,
+                  fi_addr_t root_addr,
+                  enum fi_datatype datatype,
+                  enum fi_op op,
+                  uint64_t flags,
+                  void *context);
+
+/**
+ * The root's `buf` is split into blocks, one per member, into `result`.
+ *
+ * # Safety
+ * As fi_broadcast.
+ */
+ssize_t fi_scatter(struct fid_ep *ep,
+                   const void *buf,
+                   size_t count,
+                   void *desc,
+                   void *result,
+                   void *result_desc,
+                   fi_addr_t coll_addr,
+                   fi_addr_t root_addr,
+                   enum fi_datatype datatype,
+                   uint64_t flags,
+                   void *context);
+
+/**
+ * Every member's `buf` is collected, in member order, into the root's
+ * `result`.
+ *
+ * # Safety
+ * As fi_broadcast.
+ */
+ssize_t fi_gather(struct fid_ep *ep,
+                  const void *buf,
+                  size_t count,
+                  void *desc,
+                  void *result,
+                  void *result_desc,
+                  fi_addr_t coll_addr,
+                  fi_addr_t root_addr,
+                  enum fi_datatype datatype,
+                  uint64_t flags,
+                  void *context);
+
+/**
+ * Asks `domain` whether it supports collective `coll` with the op and
+ * datatype in `*attr`; on success `*attr` holds the limits.
+ *
+ * Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `domain`,
+ * -FI_ENOSYS if the domain cannot be asked, -FI_EOPNOTSUPP if unsupported.
+ *
+ * # Safety
+ * `domain` must be NULL or a live domain; `attr` is passed to the provider.
+ */
+int fi_query_collective(struct fid_domain *domain,
+                        enum fi_collective_op coll,
+                        struct fi_collective_attr *attr,
+                        uint64_t flags);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
 
 #endif  /* FI_COLLECTIVE_H */

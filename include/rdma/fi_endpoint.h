@@ -263,4 +263,390 @@ struct fid_stx {
   struct fi_ops_ep *ops;
 };
 
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
+/**
+ * Opens a passive (listening) endpoint on `fabric` for `info`; on success
+ * `*pep` holds it (close with fi_close).
+ *
+ * Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `fabric`,
+ * -FI_ENOSYS if the fabric has no passive endpoints.
+ *
+ * # Safety
+ * `fabric` must be NULL or a live fabric; the other pointers are passed to
+ * the provider as they are.
+ */
+int fi_passive_ep(struct fid_fabric *fabric,
+                  struct fi_info *info,
+                  struct fid_pep **pep,
+                  void *context);
+
+/**
+ * Opens an active endpoint on `domain` for `info`; on success `*ep` holds
+ * it (close with fi_close).
+ *
+ * Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `domain`,
+ * -FI_ENOSYS if the domain cannot open endpoints.
+ *
+ * # Safety
+ * `domain` must be NULL or a live domain; the other pointers are passed to
+ * the provider as they are.
+ */
+int fi_endpoint(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep, void *context);
+
+/**
+ * As fi_endpoint, with open `flags`; `flags == 0` is exactly fi_endpoint.
+ *
+ * Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `domain`,
+ * -FI_ENOSYS if the domain has no flagged open.
+ *
+ * # Safety
+ * As fi_endpoint.
+ */
+int fi_endpoint2(struct fid_domain *domain,
+                 struct fi_info *info,
+                 struct fid_ep **ep,
+                 uint64_t flags,
+                 void *context);
+
+/**
+ * Opens a scalable endpoint (one address, many transmit and receive
+ * contexts) on `domain`; on success `*sep` holds it.
+ *
+ * Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `domain`,
+ * -FI_ENOSYS if the domain has no scalable endpoints.
+ *
+ * # Safety
+ * As fi_endpoint.
+ */
+int fi_scalable_ep(struct fid_domain *domain,
+                   struct fi_info *info,
+                   struct fid_ep **sep,
+                   void *context);
+
+/**
+ * Binds a CQ, counter, EQ, AV, MR or shared context `bfid` to `ep`;
+ * `flags` select which events go where (FI_TRANSMIT, FI_RECV, ...).
+ *
+ * Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `ep`,
+ * -FI_ENOSYS if the endpoint has no bind operation.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `bfid` is passed to the provider.
+ */
+int fi_ep_bind(struct fid_ep *ep, struct fid *bfid, uint64_t flags);
+
+/**
+ * Binds an EQ (or other resource) `bfid` to the passive endpoint `pep`.
+ *
+ * Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `pep`,
+ * -FI_ENOSYS if it has no bind operation.
+ *
+ * # Safety
+ * `pep` must be NULL or a live passive endpoint.
+ */
+int fi_pep_bind(struct fid_pep *pep, struct fid *bfid, uint64_t flags);
+
+/**
+ * Binds an AV (or other resource) `bfid` to the scalable endpoint `sep`.
+ *
+ * Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `sep`,
+ * -FI_ENOSYS if it has no bind operation.
+ *
+ * # Safety
+ * `sep` must be NULL or a live scalable endpoint.
+ */
+int fi_scalable_ep_bind(struct fid_ep *sep, struct fid *bfid, uint64_t flags);
+
+/**
+ * Enables `ep` for data transfers (its control operation FI_ENABLE).
+ *
+ * Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `ep`,
+ * -FI_ENOSYS if the endpoint has no control operation.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint.
+ */
+int fi_enable(struct fid_ep *ep);
+
+/**
+ * Cancels the outstanding operation posted with `context` on the endpoint
+ * `fid`; the operation completes with FI_ECANCELED.
+ *
+ * Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `fid`,
+ * -FI_ENOSYS if the endpoint cannot cancel.
+ *
+ * # Safety
+ * `fid` must be NULL or the `fid` of a live endpoint (`fid_ep`, `fid_pep`
+ * or `fid_stx`).
+ */
+ssize_t fi_cancel(fid_t fid, void *context);
+
+/**
+ * Sets endpoint option `optname` at `level` (FI_OPT_ENDPOINT) from the
+ * `optlen` bytes at `optval`.
+ *
+ * Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `fid`,
+ * -FI_ENOSYS if the endpoint has no options; the provider answers
+ * -FI_ENOPROTOOPT for an option it does not know.
+ *
+ * # Safety
+ * `fid` must be NULL or the `fid` of a live endpoint.
+ */
+int fi_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen);
+
+/**
+ * Reads endpoint option `optname` at `level` into `optval`; `*optlen` is
+ * the buffer size on input and the value's size on output.
+ *
+ * Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `fid`,
+ * -FI_ENOSYS if the endpoint has no options.
+ *
+ * # Safety
+ * `fid` must be NULL or the `fid` of a live endpoint.
+ */
+int fi_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen);
+
+/**
+ * Creates an alias of `ep` whose data transfers use the operation `flags`
+ * (fi_alias on the endpoint's fid); on success `*alias_ep` holds it (close
+ * with fi_close).
+ *
+ * Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `ep` or
+ * `alias_ep`, -FI_ENOSYS if the endpoint has no control operation.
+ * `*alias_ep` is written only on success.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `alias_ep` NULL or writable.
+ */
+int fi_ep_alias(struct fid_ep *ep, struct fid_ep **alias_ep, uint64_t flags);
+
+/**
+ * Opens transmit context `idx` of the scalable endpoint `ep`; on success
+ * `*tx_ep` holds it.
+ *
+ * Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `ep`,
+ * -FI_ENOSYS if the endpoint has no transmit contexts.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint.
+ */
+int fi_tx_context(struct fid_ep *ep,
+                  int idx,
+                  struct fi_tx_attr *attr,
+                  struct fid_ep **tx_ep,
+                  void *context);
+
+/**
+ * Opens receive context `idx` of the scalable endpoint `ep`; on success
+ * `*rx_ep` holds it.
+ *
+ * Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `ep`,
+ * -FI_ENOSYS if the endpoint has no receive contexts.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint.
+ */
+int fi_rx_context(struct fid_ep *ep,
+                  int idx,
+                  struct fi_rx_attr *attr,
+                  struct fid_ep **rx_ep,
+                  void *context);
+
+/**
+ * Deprecated: a lower bound on the receives `ep` accepts before -FI_EAGAIN.
+ *
+ * Returns the count or a negative FI_E* code: -FI_EINVAL for a NULL `ep`,
+ * -FI_ENOSYS if the endpoint does not report it.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint.
+ */
+ssize_t fi_rx_size_left(struct fid_ep *ep);
+
+/**
+ * Deprecated: a lower bound on the transmits `ep` accepts before
+ * -FI_EAGAIN.
+ *
+ * Returns the count or a negative FI_E* code: -FI_EINVAL for a NULL `ep`,
+ * -FI_ENOSYS if the endpoint does not report it.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint.
+ */
+ssize_t fi_tx_size_left(struct fid_ep *ep);
+
+/**
+ * Opens a shared transmit context on `domain`; on success `*stx` holds it.
+ *
+ * Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `domain`,
+ * -FI_ENOSYS if the domain has no shared contexts.
+ *
+ * # Safety
+ * `domain` must be NULL or a live domain.
+ */
+int fi_stx_context(struct fid_domain *domain,
+                   struct fi_tx_attr *attr,
+                   struct fid_stx **stx,
+                   void *context);
+
+/**
+ * Opens a shared receive context on `domain`; on success `*rx_ep` holds it.
+ *
+ * Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `domain`,
+ * -FI_ENOSYS if the domain has no shared contexts.
+ *
+ * # Safety
+ * `domain` must be NULL or a live domain.
+ */
+int fi_srx_context(struct fid_domain *domain,
+                   struct fi_rx_attr *attr,
+                   struct fid_ep **rx_ep,
+                   void *context);
+
+/**
+ * Posts a receive of up to `len` bytes into `buf` (descriptor `desc`) from
+ * `src_addr` (FI_ADDR_UNSPEC: any peer); completes with `context`.
+ *
+ * Returns 0 or a negative FI_E* code (-FI_EAGAIN: retry later):
+ * -FI_EINVAL for a NULL `ep`, -FI_ENOSYS without the msg interface.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; the buffers must stay valid until
+ * the operation completes.
+ */
+ssize_t fi_recv(struct fid_ep *ep,
+                void *buf,
+                size_t len,
+                void *desc,
+                fi_addr_t src_addr,
+                void *context);
+
+/**
+ * As fi_recv, into the `count` entries of `iov` (one descriptor each).
+ *
+ * Returns as fi_recv.
+ *
+ * # Safety
+ * As fi_recv.
+ */
+ssize_t fi_recvv(struct fid_ep *ep,
+                 const struct iovec *iov,
+                 void **desc,
+                 size_t count,
+                 fi_addr_t src_addr,
+                 void *context);
+
+/**
+ * Posts the receive described by `msg` with operation `flags`.
+ *
+ * Returns as fi_recv.
+ *
+ * # Safety
+ * As fi_recv; `msg` is passed to the provider.
+ */
+ssize_t fi_recvmsg(struct fid_ep *ep, const struct fi_msg *msg, uint64_t flags);
+
+/**
+ * Sends `len` bytes from `buf` (descriptor `desc`) to `dest_addr`;
+ * completes with `context`.
+ *
+ * Returns 0 or a negative FI_E* code (-FI_EAGAIN: retry later):
+ * -FI_EINVAL for a NULL `ep`, -FI_ENOSYS without the msg interface.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; the buffers must stay valid until
+ * the operation completes.
+ */
+ssize_t fi_send(struct fid_ep *ep,
+                const void *buf,
+                size_t len,
+                void *desc,
+                fi_addr_t dest_addr,
+                void *context);
+
+/**
+ * As fi_send, from the `count` entries of `iov` (one descriptor each).
+ *
+ * Returns as fi_send.
+ *
+ * # Safety
+ * As fi_send.
+ */
+ssize_t fi_sendv(struct fid_ep *ep,
+                 const struct iovec *iov,
+                 void **desc,
+                 size_t count,
+                 fi_addr_t dest_addr,
+                 void *context);
+
+/**
+ * Sends the message described by `msg` with operation `flags`.
+ *
+ * Returns as fi_send.
+ *
+ * # Safety
+ * As fi_send; `msg` is passed to the provider.
+ */
+ssize_t fi_sendmsg(struct fid_ep *ep, const struct fi_msg *msg, uint64_t flags);
+
+/**
+ * Sends `len` bytes from `buf` to `dest_addr` without a completion; `buf`
+ * may be reused as soon as the call returns.
+ *
+ * Returns as fi_send.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `buf` readable for `len` bytes.
+ */
+ssize_t fi_inject(struct fid_ep *ep, const void *buf, size_t len, fi_addr_t dest_addr);
+
+/**
+ * As fi_send, carrying `data` to the peer's completion (FI_REMOTE_CQ_DATA).
+ *
+ * Returns as fi_send.
+ *
+ * # Safety
+ * As fi_send.
+ */
+ssize_t fi_senddata(struct fid_ep *ep,
+                    const void *buf,
+                    size_t len,
+                    void *desc,
+                    uint64_t data,
+                    fi_addr_t dest_addr,
+                    void *context);
+
+/**
+ * As fi_inject, carrying `data` to the peer's completion.
+ *
+ * Returns as fi_send.
+ *
+ * # Safety
+ * As fi_inject.
+ */
+ssize_t fi_injectdata(struct fid_ep *ep,
+                      const void *buf,
+                      size_t len,
+                      uint64_t data,
+                      fi_addr_t dest_addr);
+
+/**
+ * Fills the caller-owned `*xpu_ep` with the handle an accelerator uses to
+ * drive the enabled XPU endpoint `ep` (opened with FI_XPU). Since 2.7.
+ *
+ * Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `ep`,
+ * -FI_ENOSYS if the endpoint cannot be exported.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; `xpu_ep` is passed to the provider.
+ */
+int fi_ep_export_xpu(struct fid_ep *ep, uint64_t flags, struct fid_xpu_ep *xpu_ep);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
+
 #endif  /* FI_ENDPOINT_H */

@@ -106,16 +106,6 @@ struct fid_mem_monitor;
 struct fi_provider;
 
 /**
- * The argument of the FI_EXPORT_FID control command (`fi_export_fid`): the
- * exported fid is written to `*fid`.
- */
-struct fi_fid_export {
-  struct fid **fid;
-  uint64_t flags;
-  void *context;
-};
-
-/**
  * Logging callbacks an application lends the library with
  * `fi_import_log`; the library then routes its log output through them.
  */
@@ -136,6 +126,26 @@ struct fi_ops_log {
               const char *func,
               int line,
               const char *msg);
+};
+
+/**
+ * The application object `fi_import_log` hands to the library: its `fid`
+ * and its logging callbacks. The application owns it and keeps it alive
+ * while imported.
+ */
+struct fid_logging {
+  struct fid fid;
+  struct fi_ops_log *ops;
+};
+
+/**
+ * The argument of the FI_EXPORT_FID control command (`fi_export_fid`): the
+ * exported fid is written to `*fid`.
+ */
+struct fi_fid_export {
+  struct fid **fid;
+  uint64_t flags;
+  void *context;
 };
 
 /**
@@ -170,14 +180,68 @@ struct fi_ops_mem_monitor {
   bool (*valid)(struct fid_mem_monitor *monitor, const void *addr, size_t len);
 };
 
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
 /**
- * The application object `fi_import_log` hands to the library: its `fid`
- * and its logging callbacks. The application owns it and keeps it alive
- * while imported.
+ * Exports `fid` for use by another provider or library (the FI_EXPORT_FID
+ * control command); on success `*expfid` holds the exported fid.
+ *
+ * Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `fid`,
+ * -FI_ENOSYS if the object has no control operation.
+ *
+ * # Safety
+ * `fid` must be NULL or a live fabric object; `expfid` is passed to it.
  */
-struct fid_logging {
-  struct fid fid;
-  struct fi_ops_log *ops;
-};
+int fi_export_fid(struct fid *fid, uint64_t flags, struct fid **expfid, void *context);
+
+/**
+ * Imports the application object `expfid` (a memory monitor, a logger)
+ * into `fid` by binding it.
+ *
+ * Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `fid`,
+ * -FI_ENOSYS if the object has no bind operation.
+ *
+ * # Safety
+ * `fid` must be NULL or a live fabric object; `expfid` is passed to it.
+ */
+int fi_import_fid(struct fid *fid, struct fid *expfid, uint64_t flags);
+
+/**
+ * Opens the named interface `name` with fi_open, imports `fid` into it
+ * with fi_import_fid, and closes the interface again.
+ *
+ * Returns 0, fi_open's error, or fi_import_fid's error.
+ *
+ * # Safety
+ * `name` must be NULL or a string; `attr` is passed to fi_open; `fid` must
+ * be NULL or a live object.
+ */
+int fi_import(uint32_t version,
+              const char *name,
+              void *attr,
+              size_t attr_len,
+              uint64_t flags,
+              struct fid *fid,
+              void *context);
+
+/**
+ * Lends the application's logging callbacks in `log_fid->ops` to the
+ * library: sets `log_fid->fid.fclass` to FI_CLASS_LOG and
+ * `log_fid->ops->size`, then imports it into the "logging" interface.
+ *
+ * Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `log_fid` or
+ * `log_fid->ops`, otherwise as fi_import.
+ *
+ * # Safety
+ * `log_fid` must be NULL or a writable `fid_logging` whose `ops` is NULL
+ * or writable; the library keeps using it while it is imported.
+ */
+int fi_import_log(uint32_t version, uint64_t flags, struct fid_logging *log_fid);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
 
 #endif  /* FI_EXT_H */

@@ -105,4 +105,133 @@ struct fi_rma_ioc {
   uint64_t key;
 };
 
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
+/**
+ * Reads `len` bytes at remote `addr`/`key` of `src_addr` into `buf`.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint.
+ */
+ssize_t fi_read(struct fid_ep *ep,
+                void *buf,
+                size_t len,
+                void *desc,
+                fi_addr_t src_addr,
+                uint64_t addr,
+                uint64_t key,
+                void *context);
+
+/**
+ * As fi_read, into the `count` entries of `iov`.
+ *
+ * # Safety
+ * As fi_read.
+ */
+ssize_t fi_readv(struct fid_ep *ep,
+                 const struct iovec *iov,
+                 void **desc,
+                 size_t count,
+                 fi_addr_t src_addr,
+                 uint64_t addr,
+                 uint64_t key,
+                 void *context);
+
+/**
+ * Performs the read described by `msg` with operation `flags`.
+ *
+ * # Safety
+ * As fi_read.
+ */
+ssize_t fi_readmsg(struct fid_ep *ep, const struct fi_msg_rma *msg, uint64_t flags);
+
+/**
+ * Writes `len` bytes from `buf` to remote `addr`/`key` of `dest_addr`.
+ *
+ * # Safety
+ * As fi_read.
+ */
+ssize_t fi_write(struct fid_ep *ep,
+                 const void *buf,
+                 size_t len,
+                 void *desc,
+                 fi_addr_t dest_addr,
+                 uint64_t addr,
+                 uint64_t key,
+                 void *context);
+
+/**
+ * As fi_write, from the `count` entries of `iov`.
+ *
+ * # Safety
+ * As fi_read.
+ */
+ssize_t fi_writev(struct fid_ep *ep,
+                  const struct iovec *iov,
+                  void **desc,
+                  size_t count,
+                  fi_addr_t dest_addr,
+                  uint64_t addr,
+                  uint64_t key,
+                  void *context);
+
+/**
+ * Performs the write described by `msg` with operation `flags`.
+ *
+ * # Safety
+ * As fi_read.
+ */
+ssize_t fi_writemsg(struct fid_ep *ep, const struct fi_msg_rma *msg, uint64_t flags);
+
+/**
+ * Writes `len` bytes from `buf` without a completion; `buf` may be reused
+ * when the call returns.
+ *
+ * # Safety
+ * As fi_read.
+ */
+ssize_t fi_inject_write(struct fid_ep *ep,
+                        const void *buf,
+                        size_t len,
+                        fi_addr_t dest_addr,
+                        uint64_t addr,
+                        uint64_t key);
+
+/**
+ * As fi_write, delivering `data` to the target's completion
+ * (FI_REMOTE_CQ_DATA).
+ *
+ * # Safety
+ * As fi_read.
+ */
+ssize_t fi_writedata(struct fid_ep *ep,
+                     const void *buf,
+                     size_t len,
+                     void *desc,
+                     uint64_t data,
+                     fi_addr_t dest_addr,
+                     uint64_t addr,
+                     uint64_t key,
+                     void *context);
+
+/**
+ * As fi_inject_write, delivering `data` to the target's completion.
+ *
+ * # Safety
+ * As fi_read.
+ */
+ssize_t fi_inject_writedata(struct fid_ep *ep,
+                            const void *buf,
+                            size_t len,
+                            uint64_t data,
+                            fi_addr_t dest_addr,
+                            uint64_t addr,
+                            uint64_t key);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
+
 #endif  /* FI_RMA_H */

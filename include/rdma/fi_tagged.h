@@ -91,4 +91,127 @@ struct fi_ops_tagged {
                         uint64_t tag);
 };
 
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
+/**
+ * Posts a tagged receive of up to `len` bytes into `buf`.
+ *
+ * # Safety
+ * `ep` must be NULL or a live endpoint; buffers stay valid until completion.
+ */
+ssize_t fi_trecv(struct fid_ep *ep,
+                 void *buf,
+                 size_t len,
+                 void *desc,
+                 fi_addr_t src_addr,
+                 uint64_t tag,
+                 uint64_t ignore,
+                 void *context);
+
+/**
+ * As fi_trecv, into the `count` entries of `iov`.
+ *
+ * # Safety
+ * As fi_trecv.
+ */
+ssize_t fi_trecvv(struct fid_ep *ep,
+                  const struct iovec *iov,
+                  void **desc,
+                  size_t count,
+                  fi_addr_t src_addr,
+                  uint64_t tag,
+                  uint64_t ignore,
+                  void *context);
+
+/**
+ * Posts the tagged receive described by `msg` with operation `flags`.
+ *
+ * # Safety
+ * As fi_trecv.
+ */
+ssize_t fi_trecvmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg, uint64_t flags);
+
+/**
+ * Sends `len` bytes from `buf` with `tag` to `dest_addr`.
+ *
+ * # Safety
+ * As fi_trecv.
+ */
+ssize_t fi_tsend(struct fid_ep *ep,
+                 const void *buf,
+                 size_t len,
+                 void *desc,
+                 fi_addr_t dest_addr,
+                 uint64_t tag,
+                 void *context);
+
+/**
+ * As fi_tsend, from the `count` entries of `iov`.
+ *
+ * # Safety
+ * As fi_trecv.
+ */
+ssize_t fi_tsendv(struct fid_ep *ep,
+                  const struct iovec *iov,
+                  void **desc,
+                  size_t count,
+                  fi_addr_t dest_addr,
+                  uint64_t tag,
+                  void *context);
+
+/**
+ * Sends the tagged message described by `msg` with operation `flags`.
+ *
+ * # Safety
+ * As fi_trecv.
+ */
+ssize_t fi_tsendmsg(struct fid_ep *ep, const struct fi_msg_tagged *msg, uint64_t flags);
+
+/**
+ * Sends `len` bytes with `tag` without a completion; `buf` may be reused
+ * when the call returns.
+ *
+ * # Safety
+ * As fi_trecv.
+ */
+ssize_t fi_tinject(struct fid_ep *ep,
+                   const void *buf,
+                   size_t len,
+                   fi_addr_t dest_addr,
+                   uint64_t tag);
+
+/**
+ * As fi_tsend, delivering `data` to the peer's completion.
+ *
+ * # Safety
+ * As fi_trecv.
+ */
+ssize_t fi_tsenddata(struct fid_ep *ep,
+                     const void *buf,
+                     size_t len,
+                     void *desc,
+                     uint64_t data,
+                     fi_addr_t dest_addr,
+                     uint64_t tag,
+                     void *context);
+
+/**
+ * As fi_tinject, delivering `data` to the peer's completion.
+ *
+ * # Safety
+ * As fi_trecv.
+ */
+ssize_t fi_tinjectdata(struct fid_ep *ep,
+                       const void *buf,
+                       size_t len,
+                       uint64_t data,
+                       fi_addr_t dest_addr,
+                       uint64_t tag);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
+
 #endif  /* FI_TAGGED_H */

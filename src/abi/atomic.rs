@@ -3,6 +3,10 @@
 //! `enum fi_datatype` and `enum fi_op` live in `rdma/fi_domain.h` upstream
 //! and so in [`crate::abi::domain`].
 
+// The ops-table slots are C function-pointer types spelled out as C has
+// them; a Rust `type` alias would be exported as a typedef upstream lacks.
+#![allow(clippy::type_complexity)]
+
 use crate::abi::domain::{fi_datatype_raw, fi_op_raw};
 use crate::abi::endpoint::fid_ep;
 use crate::abi::fabric::{fi_addr_t, fi_ioc};

@@ -4,6 +4,10 @@
 //! `enum fi_collective_op` and `struct fi_av_set_attr` live in
 //! `rdma/fi_domain.h` upstream and so in [`crate::abi::domain`].
 
+// The ops-table slots are C function-pointer types spelled out as C has
+// them; a Rust `type` alias would be exported as a typedef upstream lacks.
+#![allow(clippy::type_complexity)]
+
 use crate::abi::atomic::fi_atomic_attr;
 use crate::abi::domain::{fi_collective_op_raw, fi_datatype_raw, fi_op_raw};
 use crate::abi::endpoint::fid_ep;
@@ -22,7 +26,8 @@ pub struct fi_ops_av_set {
     pub diff: Option<unsafe extern "C" fn(dst: *mut fid_av_set, src: *const fid_av_set) -> c_int>,
     pub insert: Option<unsafe extern "C" fn(set: *mut fid_av_set, addr: fi_addr_t) -> c_int>,
     pub remove: Option<unsafe extern "C" fn(set: *mut fid_av_set, addr: fi_addr_t) -> c_int>,
-    pub addr: Option<unsafe extern "C" fn(set: *mut fid_av_set, coll_addr: *mut fi_addr_t) -> c_int>,
+    pub addr:
+        Option<unsafe extern "C" fn(set: *mut fid_av_set, coll_addr: *mut fi_addr_t) -> c_int>,
 }
 
 /// A subset of an address vector's peers, opened with `fi_av_set` and
@@ -78,7 +83,11 @@ pub struct fi_msg_collective {
 pub struct fi_ops_collective {
     pub size: size_t,
     pub barrier: Option<
-        unsafe extern "C" fn(ep: *mut fid_ep, coll_addr: fi_addr_t, context: *mut c_void) -> ssize_t,
+        unsafe extern "C" fn(
+            ep: *mut fid_ep,
+            coll_addr: fi_addr_t,
+            context: *mut c_void,
+        ) -> ssize_t,
     >,
     pub broadcast: Option<
         unsafe extern "C" fn(

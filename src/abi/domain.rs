@@ -643,3 +643,9 @@ impl_from_raw!(fi_collective_op {
     FI_SCATTER,
     FI_GATHER,
 });
+
+/// `FI_REG_MR` (deprecated): fi_domain_bind flag asking for asynchronous
+/// registration events. The header spells it in `c/fi_domain.h.top` so that
+/// using it warns as upstream's does.
+/// cbindgen:ignore
+pub const FI_REG_MR: u64 = 1u64 << 59;

@@ -2,9 +2,9 @@
 //! shared transmit context), their control and message ops tables, and the
 //! `fi_setopt`/`fi_getopt` option names.
 
+use crate::abi::atomic::fi_ops_atomic;
 use crate::abi::cm::fi_ops_cm;
 use crate::abi::collective::fi_ops_collective;
-use crate::abi::atomic::fi_ops_atomic;
 use crate::abi::fabric::{fi_addr_t, fi_rx_attr, fi_tx_attr, fid, fid_t};
 use crate::abi::rma::fi_ops_rma;
 use crate::abi::tagged::fi_ops_tagged;
@@ -126,9 +126,8 @@ pub struct fi_ops_ep {
     pub tx_size_left: Option<unsafe extern "C" fn(ep: *mut fid_ep) -> ssize_t>,
     /// Fills the caller's `*xpu_ep` with the handle an accelerator uses to
     /// drive this endpoint. Since 2.7.
-    pub export_xpu: Option<
-        unsafe extern "C" fn(ep: *mut fid_ep, flags: u64, xpu_ep: *mut fid_xpu_ep) -> c_int,
-    >,
+    pub export_xpu:
+        Option<unsafe extern "C" fn(ep: *mut fid_ep, flags: u64, xpu_ep: *mut fid_xpu_ep) -> c_int>,
 }
 
 /// Message operations of an endpoint (`fid_ep.msg`).

@@ -55,12 +55,21 @@ pub struct fi_ops_mem_monitor {
     pub start: Option<unsafe extern "C" fn(monitor: *mut fid_mem_monitor) -> c_int>,
     pub stop: Option<unsafe extern "C" fn(monitor: *mut fid_mem_monitor)>,
     pub subscribe: Option<
-        unsafe extern "C" fn(monitor: *mut fid_mem_monitor, addr: *const c_void, len: size_t) -> c_int,
+        unsafe extern "C" fn(
+            monitor: *mut fid_mem_monitor,
+            addr: *const c_void,
+            len: size_t,
+        ) -> c_int,
     >,
-    pub unsubscribe:
-        Option<unsafe extern "C" fn(monitor: *mut fid_mem_monitor, addr: *const c_void, len: size_t)>,
+    pub unsubscribe: Option<
+        unsafe extern "C" fn(monitor: *mut fid_mem_monitor, addr: *const c_void, len: size_t),
+    >,
     pub valid: Option<
-        unsafe extern "C" fn(monitor: *mut fid_mem_monitor, addr: *const c_void, len: size_t) -> bool,
+        unsafe extern "C" fn(
+            monitor: *mut fid_mem_monitor,
+            addr: *const c_void,
+            len: size_t,
+        ) -> bool,
     >,
 }
 
@@ -70,8 +79,9 @@ pub struct fi_ops_mem_monitor {
 #[derive(Clone, Copy)]
 pub struct fi_ops_mem_notify {
     pub size: size_t,
-    pub notify:
-        Option<unsafe extern "C" fn(monitor: *mut fid_mem_monitor, addr: *const c_void, len: size_t)>,
+    pub notify: Option<
+        unsafe extern "C" fn(monitor: *mut fid_mem_monitor, addr: *const c_void, len: size_t),
+    >,
 }
 
 /// An application memory monitor, imported into the MR cache with

@@ -58,7 +58,9 @@ macro_rules! compat_info_family {
         /// As fi_dupinfo, with `info` in that ABI's layout.
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $dupinfo(info: *const fi_info) -> *mut fi_info {
-            guard_or("fi_dupinfo", null_mut(), || unsafe { dupinfo_impl(info, &$lay) })
+            guard_or("fi_dupinfo", null_mut(), || unsafe {
+                dupinfo_impl(info, &$lay)
+            })
         }
 
         #[cfg(oxfabric_symver)]
@@ -70,13 +72,55 @@ macro_rules! compat_info_family {
     };
 }
 
-compat_info_family!(Layout::V1_0, oxfabric_getinfo_1_0, oxfabric_freeinfo_1_0, oxfabric_dupinfo_1_0, "FABRIC_1.0");
-compat_info_family!(Layout::V1_1, oxfabric_getinfo_1_1, oxfabric_freeinfo_1_1, oxfabric_dupinfo_1_1, "FABRIC_1.1");
-compat_info_family!(Layout::V1_2, oxfabric_getinfo_1_2, oxfabric_freeinfo_1_2, oxfabric_dupinfo_1_2, "FABRIC_1.2");
-compat_info_family!(Layout::V1_3, oxfabric_getinfo_1_3, oxfabric_freeinfo_1_3, oxfabric_dupinfo_1_3, "FABRIC_1.3");
-compat_info_family!(Layout::V1_7, oxfabric_getinfo_1_7, oxfabric_freeinfo_1_7, oxfabric_dupinfo_1_7, "FABRIC_1.7");
-compat_info_family!(Layout::V1_8, oxfabric_getinfo_1_8, oxfabric_freeinfo_1_8, oxfabric_dupinfo_1_8, "FABRIC_1.8");
-compat_info_family!(Layout::V1_8, oxfabric_getinfo_1_9, oxfabric_freeinfo_1_9, oxfabric_dupinfo_1_9, "FABRIC_1.9");
+compat_info_family!(
+    Layout::V1_0,
+    oxfabric_getinfo_1_0,
+    oxfabric_freeinfo_1_0,
+    oxfabric_dupinfo_1_0,
+    "FABRIC_1.0"
+);
+compat_info_family!(
+    Layout::V1_1,
+    oxfabric_getinfo_1_1,
+    oxfabric_freeinfo_1_1,
+    oxfabric_dupinfo_1_1,
+    "FABRIC_1.1"
+);
+compat_info_family!(
+    Layout::V1_2,
+    oxfabric_getinfo_1_2,
+    oxfabric_freeinfo_1_2,
+    oxfabric_dupinfo_1_2,
+    "FABRIC_1.2"
+);
+compat_info_family!(
+    Layout::V1_3,
+    oxfabric_getinfo_1_3,
+    oxfabric_freeinfo_1_3,
+    oxfabric_dupinfo_1_3,
+    "FABRIC_1.3"
+);
+compat_info_family!(
+    Layout::V1_7,
+    oxfabric_getinfo_1_7,
+    oxfabric_freeinfo_1_7,
+    oxfabric_dupinfo_1_7,
+    "FABRIC_1.7"
+);
+compat_info_family!(
+    Layout::V1_8,
+    oxfabric_getinfo_1_8,
+    oxfabric_freeinfo_1_8,
+    oxfabric_dupinfo_1_8,
+    "FABRIC_1.8"
+);
+compat_info_family!(
+    Layout::V1_8,
+    oxfabric_getinfo_1_9,
+    oxfabric_freeinfo_1_9,
+    oxfabric_dupinfo_1_9,
+    "FABRIC_1.9"
+);
 
 /// fi_fabric for ABI 1.0, whose fi_fabric_attr has no `api_version`: the
 /// fabric is opened at API 1.0.

@@ -189,7 +189,8 @@ pub unsafe fn info_from_c(p: *const fi_info, lay: &Layout) -> Info {
         let d: *const fi_domain_attr = field!(p, fi_info, domain_attr, lay.info);
         if !d.is_null() {
             let l = lay.domain;
-            let prog: __anon_fi_domain_attr_progress = field!(d, fi_domain_attr, __anon_progress, l);
+            let prog: __anon_fi_domain_attr_progress =
+                field!(d, fi_domain_attr, __anon_progress, l);
             out.domain = Some(DomainAttr {
                 name: cstr(field!(d, fi_domain_attr, name, l)),
                 threading: field!(d, fi_domain_attr, threading, l),
@@ -275,7 +276,9 @@ unsafe fn strdup_opt(s: &Option<String>) -> Result<*mut c_char> {
 }
 
 unsafe fn memdup(b: &Option<Vec<u8>>) -> Result<(*mut c_void, usize)> {
-    let Some(b) = b else { return Ok((null_mut(), 0)) };
+    let Some(b) = b else {
+        return Ok((null_mut(), 0));
+    };
     // SAFETY: allocating b.len() bytes and copying exactly that many.
     unsafe {
         let p = libc::malloc(b.len().max(1));
@@ -539,7 +542,12 @@ pub unsafe fn dup_info(src: *const fi_info, lay: &Layout) -> Result<*mut fi_info
         d.next = null_mut();
         let (sa, da) = (d.src_addr, d.dest_addr);
         let (tx, rx, ep, dom, fab, nic) = (
-            d.tx_attr, d.rx_attr, d.ep_attr, d.domain_attr, d.fabric_attr, d.nic,
+            d.tx_attr,
+            d.rx_attr,
+            d.ep_attr,
+            d.domain_attr,
+            d.fabric_attr,
+            d.nic,
         );
         d.src_addr = null_mut();
         d.dest_addr = null_mut();
@@ -626,7 +634,11 @@ pub unsafe fn getinfo_impl(
     if let Some(h) = &hints {
         if let Some(ep) = &h.ep {
             if ep.ep_type > FI_EP_RDM_RAW_MAX {
-                crate::core_warn!(Core, "hints->ep_attr->type {} is not an endpoint type", ep.ep_type);
+                crate::core_warn!(
+                    Core,
+                    "hints->ep_attr->type {} is not an endpoint type",
+                    ep.ep_type
+                );
                 return Err(Error::INVAL);
             }
         }
@@ -694,7 +706,9 @@ pub unsafe extern "C" fn fi_freeinfo(info: *mut fi_info) {
 /// `info` is NULL or a valid fi_info.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fi_dupinfo(info: *const fi_info) -> *mut fi_info {
-    guard_or("fi_dupinfo", null_mut(), || unsafe { dupinfo_impl(info, &Layout::CURRENT) })
+    guard_or("fi_dupinfo", null_mut(), || unsafe {
+        dupinfo_impl(info, &Layout::CURRENT)
+    })
 }
 
 /// Shared body of fi_dupinfo and its compat versions.

@@ -20,7 +20,9 @@ pub(crate) unsafe fn prov_name(prov: *const fi_provider_head) -> String {
         return "core".into();
     }
     // SAFETY: a provider's name is a NUL-terminated string.
-    unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned()
+    unsafe { CStr::from_ptr(name) }
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// Whether a message at `level` for `subsys` from `prov` would be logged.
@@ -112,7 +114,14 @@ pub unsafe extern "C" fn oxfabric_log_emit(
                 unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
             }
         };
-        log::write_line(&name, l, s.name(), &text(func), line.max(0) as u32, &text(msg));
+        log::write_line(
+            &name,
+            l,
+            s.name(),
+            &text(func),
+            line.max(0) as u32,
+            &text(msg),
+        );
         Ok(0)
     });
 }

@@ -96,15 +96,20 @@ macro_rules! op {
     }};
 }
 
-#[cfg(any())]
+pub mod atomic;
+pub mod cm;
+pub mod collective;
 pub mod compat;
 pub mod domain;
+pub mod endpoint;
 pub mod eq;
 pub mod errno;
+pub mod ext;
 pub mod fabric;
-#[cfg(any())]
 pub mod info;
 pub mod log;
-#[cfg(any())]
 pub mod param;
+pub mod rma;
+pub mod tagged;
+pub mod trigger;
 pub mod xpu;

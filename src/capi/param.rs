@@ -39,8 +39,17 @@ pub unsafe extern "C" fn oxfabric_param_define(
         };
         // SAFETY: per the function contract.
         let (prov, name) = unsafe { (provider_of(prov_name(prov)), str_arg(name)) };
-        let help = if help.is_null() { String::new() } else { unsafe { str_arg(help) } };
-        param::define(Param { prov, name, ty, help })?;
+        let help = if help.is_null() {
+            String::new()
+        } else {
+            unsafe { str_arg(help) }
+        };
+        param::define(Param {
+            prov,
+            name,
+            ty,
+            help,
+        })?;
         Ok(0)
     })
 }
@@ -109,7 +118,8 @@ pub unsafe extern "C" fn fi_getparams(params: *mut *mut fi_param, count: *mut c_
         // SAFETY: allocation of list.len()+1 zeroed entries, filled in bounds;
         // on failure fi_freeparams releases what was filled.
         unsafe {
-            let arr = libc::calloc(list.len() + 1, std::mem::size_of::<fi_param>()) as *mut fi_param;
+            let arr =
+                libc::calloc(list.len() + 1, std::mem::size_of::<fi_param>()) as *mut fi_param;
             if arr.is_null() {
                 return Err(Error::NOMEM);
             }

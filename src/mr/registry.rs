@@ -27,8 +27,17 @@ fn mix(mut z: u64) -> u64 {
 
 impl Registry {
     pub fn new(key_size: usize, secret: u64) -> Registry {
-        let max_key = if key_size >= 8 { u64::MAX - 1 } else { (1u64 << (8 * key_size)) - 1 };
-        Registry { keys: Mutex::new(HashSet::new()), secret, counter: Mutex::new(0), max_key }
+        let max_key = if key_size >= 8 {
+            u64::MAX - 1
+        } else {
+            (1u64 << (8 * key_size)) - 1
+        };
+        Registry {
+            keys: Mutex::new(HashSet::new()),
+            secret,
+            counter: Mutex::new(0),
+            max_key,
+        }
     }
 
     /// Reserves an application-requested key: -FI_ENOKEY if it is in use,
@@ -58,7 +67,10 @@ impl Registry {
     }
 
     pub fn remove(&self, key: u64) {
-        self.keys.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
+        self.keys
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&key);
     }
 
     pub fn len(&self) -> usize {

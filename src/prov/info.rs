@@ -175,14 +175,18 @@ pub fn negotiate_mr_mode(
         return if basic_ok {
             Ok(f::FI_MR_BASIC)
         } else {
-            mismatch(format!("FI_MR_BASIC requested; domain requires mr_mode 0x{required:x}"))
+            mismatch(format!(
+                "FI_MR_BASIC requested; domain requires mr_mode 0x{required:x}"
+            ))
         };
     }
     if hint == f::FI_MR_SCALABLE {
         return if scalable_ok || (required == f::FI_MR_LOCAL && local_mr_mode) {
             Ok(f::FI_MR_SCALABLE)
         } else {
-            mismatch(format!("FI_MR_SCALABLE requested; domain requires mr_mode 0x{required:x}"))
+            mismatch(format!(
+                "FI_MR_SCALABLE requested; domain requires mr_mode 0x{required:x}"
+            ))
         };
     }
     if api_version < version(1, 5) {
@@ -190,7 +194,11 @@ pub fn negotiate_mr_mode(
         if hint != f::FI_MR_UNSPEC {
             return mismatch(format!("mr_mode 0x{hint:x} is not valid before API 1.5"));
         }
-        return Ok(if scalable_ok { f::FI_MR_SCALABLE } else { f::FI_MR_BASIC });
+        return Ok(if scalable_ok {
+            f::FI_MR_SCALABLE
+        } else {
+            f::FI_MR_BASIC
+        });
     }
     if hint & (f::FI_MR_BASIC | f::FI_MR_SCALABLE) != 0 {
         return mismatch(format!(
@@ -369,12 +377,8 @@ pub fn match_info(
             mr_required,
         )?;
     } else if let Some(od) = out.domain.as_mut() {
-        od.mr_mode = negotiate_mr_mode(
-            api_version,
-            None,
-            h.mode & f::FI_LOCAL_MR != 0,
-            mr_required,
-        )?;
+        od.mr_mode =
+            negotiate_mr_mode(api_version, None, h.mode & f::FI_LOCAL_MR != 0, mr_required)?;
     }
     if let (Some(hf), Some(of)) = (&h.fabric, out.fabric.as_mut()) {
         if let Some(name) = &hf.name {
@@ -426,32 +430,53 @@ mod tests {
         assert_eq!(negotiate_mr_mode(V, None, false, 0), Ok(0));
         let req = f::FI_MR_PROV_KEY | f::FI_MR_VIRT_ADDR;
         assert_eq!(negotiate_mr_mode(V, None, false, req), Ok(req));
-        assert_eq!(negotiate_mr_mode(version(1, 4), None, false, 0), Ok(f::FI_MR_SCALABLE));
-        assert_eq!(negotiate_mr_mode(version(1, 4), None, false, req), Ok(f::FI_MR_BASIC));
+        assert_eq!(
+            negotiate_mr_mode(version(1, 4), None, false, 0),
+            Ok(f::FI_MR_SCALABLE)
+        );
+        assert_eq!(
+            negotiate_mr_mode(version(1, 4), None, false, req),
+            Ok(f::FI_MR_BASIC)
+        );
     }
 
     #[test]
     fn mr_mode_clears_unneeded_and_rejects_unsupported() {
         let all = f::FI_MR_LOCAL | f::FI_MR_VIRT_ADDR | f::FI_MR_PROV_KEY | f::FI_MR_ALLOCATED;
-        assert_eq!(negotiate_mr_mode(V, Some(all), false, f::FI_MR_PROV_KEY), Ok(f::FI_MR_PROV_KEY));
+        assert_eq!(
+            negotiate_mr_mode(V, Some(all), false, f::FI_MR_PROV_KEY),
+            Ok(f::FI_MR_PROV_KEY)
+        );
         assert!(negotiate_mr_mode(V, Some(f::FI_MR_LOCAL), false, f::FI_MR_PROV_KEY).is_err());
         // FI_LOCAL_MR mode bit stands in for FI_MR_LOCAL.
-        assert_eq!(negotiate_mr_mode(V, Some(0), true, f::FI_MR_LOCAL), Ok(f::FI_MR_LOCAL));
+        assert_eq!(
+            negotiate_mr_mode(V, Some(0), true, f::FI_MR_LOCAL),
+            Ok(f::FI_MR_LOCAL)
+        );
         assert!(negotiate_mr_mode(V, Some(0), false, f::FI_MR_LOCAL).is_err());
     }
 
     #[test]
     fn mr_mode_legacy_values() {
-        assert_eq!(negotiate_mr_mode(V, Some(f::FI_MR_BASIC), false, 0), Ok(f::FI_MR_BASIC));
+        assert_eq!(
+            negotiate_mr_mode(V, Some(f::FI_MR_BASIC), false, 0),
+            Ok(f::FI_MR_BASIC)
+        );
         assert_eq!(
             negotiate_mr_mode(V, Some(f::FI_MR_BASIC), false, f::FI_MR_PROV_KEY),
             Ok(f::FI_MR_BASIC)
         );
         assert!(negotiate_mr_mode(V, Some(f::FI_MR_BASIC), false, f::FI_MR_RAW).is_err());
-        assert_eq!(negotiate_mr_mode(V, Some(f::FI_MR_SCALABLE), false, 0), Ok(f::FI_MR_SCALABLE));
+        assert_eq!(
+            negotiate_mr_mode(V, Some(f::FI_MR_SCALABLE), false, 0),
+            Ok(f::FI_MR_SCALABLE)
+        );
         assert!(negotiate_mr_mode(V, Some(f::FI_MR_SCALABLE), false, f::FI_MR_VIRT_ADDR).is_err());
         assert!(negotiate_mr_mode(V, Some(f::FI_MR_BASIC | f::FI_MR_LOCAL), false, 0).is_err());
-        assert_eq!(negotiate_mr_mode(version(1, 4), Some(0), false, 0), Ok(f::FI_MR_SCALABLE));
+        assert_eq!(
+            negotiate_mr_mode(version(1, 4), Some(0), false, 0),
+            Ok(f::FI_MR_SCALABLE)
+        );
         assert!(negotiate_mr_mode(version(1, 4), Some(f::FI_MR_LOCAL), false, 0).is_err());
     }
 
@@ -459,9 +484,23 @@ mod tests {
         Info {
             caps: f::FI_MSG | f::FI_RMA | f::FI_LOCAL_COMM,
             addr_format: f::FI_ADDR_STR as u32,
-            tx: Some(TxAttr { caps: f::FI_MSG | f::FI_RMA, size: 1024, iov_limit: 4, ..Default::default() }),
-            rx: Some(RxAttr { caps: f::FI_MSG, size: 1024, iov_limit: 4, ..Default::default() }),
-            ep: Some(EpAttr { ep_type: f::fi_ep_type::FI_EP_RDM as u32, max_msg_size: 1 << 20, ..Default::default() }),
+            tx: Some(TxAttr {
+                caps: f::FI_MSG | f::FI_RMA,
+                size: 1024,
+                iov_limit: 4,
+                ..Default::default()
+            }),
+            rx: Some(RxAttr {
+                caps: f::FI_MSG,
+                size: 1024,
+                iov_limit: 4,
+                ..Default::default()
+            }),
+            ep: Some(EpAttr {
+                ep_type: f::fi_ep_type::FI_EP_RDM as u32,
+                max_msg_size: 1 << 20,
+                ..Default::default()
+            }),
             domain: Some(DomainAttr {
                 name: Some("oxshm".into()),
                 threading: f::fi_threading::FI_THREAD_SAFE as u32,
@@ -471,39 +510,74 @@ mod tests {
                 mr_key_size: 8,
                 ..Default::default()
             }),
-            fabric: Some(FabricAttr { name: Some("oxshm".into()), prov_name: Some("oxshm".into()), prov_version: 1, api_version: 0 }),
+            fabric: Some(FabricAttr {
+                name: Some("oxshm".into()),
+                prov_name: Some("oxshm".into()),
+                prov_version: 1,
+                api_version: 0,
+            }),
             ..Default::default()
         }
     }
 
     #[test]
     fn caps_are_matched_and_narrowed() {
-        let h = Info { caps: f::FI_MSG, ..Default::default() };
+        let h = Info {
+            caps: f::FI_MSG,
+            ..Default::default()
+        };
         let got = match_info(V, &offer(), 0, Some(&h)).unwrap();
         assert_eq!(got.caps, f::FI_MSG | f::FI_LOCAL_COMM);
-        let h = Info { caps: f::FI_TAGGED, ..Default::default() };
+        let h = Info {
+            caps: f::FI_TAGGED,
+            ..Default::default()
+        };
         assert!(match_info(V, &offer(), 0, Some(&h)).is_err());
     }
 
     #[test]
     fn ep_type_names_and_threading() {
-        let mut h = Info { ep: Some(EpAttr { ep_type: f::fi_ep_type::FI_EP_MSG as u32, ..Default::default() }), ..Default::default() };
+        let mut h = Info {
+            ep: Some(EpAttr {
+                ep_type: f::fi_ep_type::FI_EP_MSG as u32,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
         assert!(match_info(V, &offer(), 0, Some(&h)).is_err());
         h.ep.as_mut().unwrap().ep_type = f::fi_ep_type::FI_EP_RDM as u32;
         assert!(match_info(V, &offer(), 0, Some(&h)).is_ok());
-        let h = Info { domain: Some(DomainAttr { name: Some("other".into()), ..Default::default() }), ..Default::default() };
+        let h = Info {
+            domain: Some(DomainAttr {
+                name: Some("other".into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
         assert!(match_info(V, &offer(), 0, Some(&h)).is_err());
         let h = Info {
-            domain: Some(DomainAttr { threading: f::fi_threading::FI_THREAD_DOMAIN as u32, ..Default::default() }),
+            domain: Some(DomainAttr {
+                threading: f::fi_threading::FI_THREAD_DOMAIN as u32,
+                ..Default::default()
+            }),
             ..Default::default()
         };
         let got = match_info(V, &offer(), 0, Some(&h)).unwrap();
-        assert_eq!(got.domain.unwrap().threading, f::fi_threading::FI_THREAD_DOMAIN as u32);
+        assert_eq!(
+            got.domain.unwrap().threading,
+            f::fi_threading::FI_THREAD_DOMAIN as u32
+        );
     }
 
     #[test]
     fn limits_and_versions() {
-        let h = Info { tx: Some(TxAttr { iov_limit: 64, ..Default::default() }), ..Default::default() };
+        let h = Info {
+            tx: Some(TxAttr {
+                iov_limit: 64,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
         assert!(match_info(V, &offer(), 0, Some(&h)).is_err());
         assert!(check_api_version(version(1, 0)).is_ok());
         assert!(check_api_version(API_VERSION).is_ok());

@@ -73,7 +73,13 @@ pub fn getinfo(
                     out.push(got);
                 }
                 Err(why) => {
-                    crate::ox_log!(Info, Core, prov.name, "offer does not match hints: {}", why.0);
+                    crate::ox_log!(
+                        Info,
+                        Core,
+                        prov.name,
+                        "offer does not match hints: {}",
+                        why.0
+                    );
                 }
             }
         }

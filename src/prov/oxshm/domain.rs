@@ -94,7 +94,11 @@ fn key_secret() -> u64 {
 ///
 /// # Safety
 /// `info` points to a valid `fi_info` (current layout).
-pub unsafe fn open(fab: &Fabric, info: *const fi_info, context: *mut c_void) -> Result<*mut fid_domain> {
+pub unsafe fn open(
+    fab: &Fabric,
+    info: *const fi_info,
+    context: *mut c_void,
+) -> Result<*mut fid_domain> {
     // SAFETY: per the function contract.
     let attr = unsafe { (*info).domain_attr };
     let (mut mr_mode, iov_limit) = if attr.is_null() {
@@ -172,7 +176,13 @@ unsafe extern "C" fn close(f: *mut fid) -> c_int {
         // SAFETY: from_fid checks the object.
         let d = unsafe { from_fid::<Domain>(f) }?;
         if !d.keys.is_empty() {
-            crate::ox_log!(Warn, Domain, super::NAME, "cannot close domain: {} memory region(s) still open", d.keys.len());
+            crate::ox_log!(
+                Warn,
+                Domain,
+                super::NAME,
+                "cannot close domain: {} memory region(s) still open",
+                d.keys.len()
+            );
             return Err(Error::BUSY);
         }
         d.hdr.begin_close("domain")?;
@@ -194,12 +204,23 @@ unsafe extern "C" fn bind(f: *mut fid, bfid: *mut fid, flags: u64) -> c_int {
         let d = unsafe { from_fid::<Domain>(f) }?;
         let eq = unsafe { from_fid::<Eq>(bfid) }?;
         if flags & !FI_REG_MR != 0 {
-            crate::ox_log!(Warn, Domain, super::NAME, "fi_domain_bind: unsupported flags 0x{:x}", flags & !FI_REG_MR);
+            crate::ox_log!(
+                Warn,
+                Domain,
+                super::NAME,
+                "fi_domain_bind: unsupported flags 0x{:x}",
+                flags & !FI_REG_MR
+            );
             return Err(Error::BADFLAGS);
         }
         let mut g = d.eq.lock().unwrap_or_else(|e| e.into_inner());
         if g.is_some() {
-            crate::ox_log!(Warn, Domain, super::NAME, "domain is already bound to an event queue");
+            crate::ox_log!(
+                Warn,
+                Domain,
+                super::NAME,
+                "domain is already bound to an event queue"
+            );
             return Err(Error::BUSY);
         }
         eq.hdr.hold();
@@ -220,33 +241,77 @@ mod unsupported {
         slot(what, || {
             // SAFETY: from_fid checks the object.
             unsafe { from_fid::<Domain>(domain as *const fid) }?;
-            crate::ox_log!(Warn, Domain, super::super::NAME, "{what}: not supported by oxshm yet");
+            crate::ox_log!(
+                Warn,
+                Domain,
+                super::super::NAME,
+                "{what}: not supported by oxshm yet"
+            );
             Err(Error::NOSYS)
         })
     }
 
-    pub unsafe extern "C" fn av_open(d: *mut fid_domain, _: *mut fi_av_attr, _: *mut *mut fid_av, _: *mut c_void) -> c_int {
+    pub unsafe extern "C" fn av_open(
+        d: *mut fid_domain,
+        _: *mut fi_av_attr,
+        _: *mut *mut fid_av,
+        _: *mut c_void,
+    ) -> c_int {
         nosys(d, "fi_av_open")
     }
-    pub unsafe extern "C" fn cq_open(d: *mut fid_domain, _: *mut fi_cq_attr, _: *mut *mut fid_cq, _: *mut c_void) -> c_int {
+    pub unsafe extern "C" fn cq_open(
+        d: *mut fid_domain,
+        _: *mut fi_cq_attr,
+        _: *mut *mut fid_cq,
+        _: *mut c_void,
+    ) -> c_int {
         nosys(d, "fi_cq_open")
     }
-    pub unsafe extern "C" fn endpoint(d: *mut fid_domain, _: *mut fi_info, _: *mut *mut fid_ep, _: *mut c_void) -> c_int {
+    pub unsafe extern "C" fn endpoint(
+        d: *mut fid_domain,
+        _: *mut fi_info,
+        _: *mut *mut fid_ep,
+        _: *mut c_void,
+    ) -> c_int {
         nosys(d, "fi_endpoint")
     }
-    pub unsafe extern "C" fn scalable_ep(d: *mut fid_domain, _: *mut fi_info, _: *mut *mut fid_ep, _: *mut c_void) -> c_int {
+    pub unsafe extern "C" fn scalable_ep(
+        d: *mut fid_domain,
+        _: *mut fi_info,
+        _: *mut *mut fid_ep,
+        _: *mut c_void,
+    ) -> c_int {
         nosys(d, "fi_scalable_ep")
     }
-    pub unsafe extern "C" fn cntr_open(d: *mut fid_domain, _: *mut fi_cntr_attr, _: *mut *mut fid_cntr, _: *mut c_void) -> c_int {
+    pub unsafe extern "C" fn cntr_open(
+        d: *mut fid_domain,
+        _: *mut fi_cntr_attr,
+        _: *mut *mut fid_cntr,
+        _: *mut c_void,
+    ) -> c_int {
         nosys(d, "fi_cntr_open")
     }
-    pub unsafe extern "C" fn poll_open(d: *mut fid_domain, _: *mut fi_poll_attr, _: *mut *mut fid_poll) -> c_int {
+    pub unsafe extern "C" fn poll_open(
+        d: *mut fid_domain,
+        _: *mut fi_poll_attr,
+        _: *mut *mut fid_poll,
+    ) -> c_int {
         nosys(d, "fi_poll_open")
     }
-    pub unsafe extern "C" fn stx_ctx(d: *mut fid_domain, _: *mut fi_tx_attr, _: *mut *mut fid_stx, _: *mut c_void) -> c_int {
+    pub unsafe extern "C" fn stx_ctx(
+        d: *mut fid_domain,
+        _: *mut fi_tx_attr,
+        _: *mut *mut fid_stx,
+        _: *mut c_void,
+    ) -> c_int {
         nosys(d, "fi_stx_context")
     }
-    pub unsafe extern "C" fn srx_ctx(d: *mut fid_domain, _: *mut fi_rx_attr, _: *mut *mut fid_ep, _: *mut c_void) -> c_int {
+    pub unsafe extern "C" fn srx_ctx(
+        d: *mut fid_domain,
+        _: *mut fi_rx_attr,
+        _: *mut *mut fid_ep,
+        _: *mut c_void,
+    ) -> c_int {
         nosys(d, "fi_srx_context")
     }
     pub unsafe extern "C" fn query_atomic(
@@ -260,16 +325,27 @@ mod unsupported {
     }
     pub unsafe extern "C" fn query_collective(
         d: *mut fid_domain,
-        _: crate::abi::collective::fi_collective_op_raw,
+        _: crate::abi::domain::fi_collective_op_raw,
         _: *mut crate::abi::collective::fi_collective_attr,
         _: u64,
     ) -> c_int {
         nosys(d, "fi_query_collective")
     }
-    pub unsafe extern "C" fn endpoint2(d: *mut fid_domain, _: *mut fi_info, _: *mut *mut fid_ep, _: u64, _: *mut c_void) -> c_int {
+    pub unsafe extern "C" fn endpoint2(
+        d: *mut fid_domain,
+        _: *mut fi_info,
+        _: *mut *mut fid_ep,
+        _: u64,
+        _: *mut c_void,
+    ) -> c_int {
         nosys(d, "fi_endpoint2")
     }
-    pub unsafe extern "C" fn xpu_ctx(d: *mut fid_domain, _: *mut fi_xpu_attr, _: *mut *mut fid_xpu_ctx, _: *mut c_void) -> c_int {
+    pub unsafe extern "C" fn xpu_ctx(
+        d: *mut fid_domain,
+        _: *mut fi_xpu_attr,
+        _: *mut *mut fid_xpu_ctx,
+        _: *mut c_void,
+    ) -> c_int {
         nosys(d, "fi_xpu_ctx")
     }
 }

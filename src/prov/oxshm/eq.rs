@@ -111,7 +111,13 @@ pub fn open(fab: &Fabric, attr: &fi_eq_attr, context: *mut c_void) -> Result<*mu
     }
     let known = FI_WRITE | FI_AFFINITY;
     if attr.flags & !known != 0 {
-        crate::ox_log!(Warn, Eq, super::NAME, "unknown EQ flags 0x{:x}", attr.flags & !known);
+        crate::ox_log!(
+            Warn,
+            Eq,
+            super::NAME,
+            "unknown EQ flags 0x{:x}",
+            attr.flags & !known
+        );
         return Err(Error::BADFLAGS);
     }
     let efd = if wait {
@@ -126,7 +132,11 @@ pub fn open(fab: &Fabric, attr: &fi_eq_attr, context: *mut c_void) -> Result<*mu
     } else {
         -1
     };
-    let size = if attr.size == 0 { DEFAULT_SIZE } else { attr.size };
+    let size = if attr.size == 0 {
+        DEFAULT_SIZE
+    } else {
+        attr.size
+    };
     fab.hdr.hold();
     let eq = Box::new(Eq {
         fid: fid_eq {
@@ -188,10 +198,19 @@ impl Eq {
     pub fn push(&self, event: u32, data: &[u8]) -> Result<()> {
         let mut q = self.lock();
         if q.events.len() + q.errors.len() >= self.size {
-            crate::ox_log!(Warn, Eq, super::NAME, "event queue full ({} entries)", self.size);
+            crate::ox_log!(
+                Warn,
+                Eq,
+                super::NAME,
+                "event queue full ({} entries)",
+                self.size
+            );
             return Err(Error::AGAIN);
         }
-        q.events.push_back(Entry { event, data: data.to_vec() });
+        q.events.push_back(Entry {
+            event,
+            data: data.to_vec(),
+        });
         self.sync_signal(&mut q);
         drop(q);
         self.cond.notify_all();
@@ -226,7 +245,13 @@ impl Eq {
             return Err(Error::AGAIN);
         };
         if len < head.data.len() {
-            crate::ox_log!(Warn, Eq, super::NAME, "buffer of {len} bytes cannot hold a {}-byte event", head.data.len());
+            crate::ox_log!(
+                Warn,
+                Eq,
+                super::NAME,
+                "buffer of {len} bytes cannot hold a {}-byte event",
+                head.data.len()
+            );
             return Err(Error::TOOSMALL);
         }
         if !head.data.is_empty() && buf.is_null() {
@@ -252,7 +277,13 @@ impl Eq {
 
 fn check_read_flags(flags: u64) -> Result<bool> {
     if flags & !FI_PEEK != 0 {
-        crate::ox_log!(Warn, Eq, super::NAME, "unsupported read flags 0x{:x}", flags & !FI_PEEK);
+        crate::ox_log!(
+            Warn,
+            Eq,
+            super::NAME,
+            "unsupported read flags 0x{:x}",
+            flags & !FI_PEEK
+        );
         return Err(Error::BADFLAGS);
     }
     Ok(flags & FI_PEEK != 0)
@@ -282,7 +313,12 @@ unsafe extern "C" fn control(f: *mut fid, command: c_int, arg: *mut c_void) -> c
         match command {
             c if c == FI_GETWAIT as c_int => {
                 if eq.efd < 0 {
-                    crate::ox_log!(Warn, Eq, super::NAME, "FI_GETWAIT on an EQ opened with FI_WAIT_NONE");
+                    crate::ox_log!(
+                        Warn,
+                        Eq,
+                        super::NAME,
+                        "FI_GETWAIT on an EQ opened with FI_WAIT_NONE"
+                    );
                     return Err(Error::NODATA);
                 }
                 crate::capi::nonnull(arg, "fi_control", "arg")?;
@@ -292,13 +328,22 @@ unsafe extern "C" fn control(f: *mut fid, command: c_int, arg: *mut c_void) -> c
             }
             c if c == FI_GETWAITOBJ as c_int => {
                 crate::capi::nonnull(arg, "fi_control", "arg")?;
-                let obj = if eq.wait { fi_wait_obj::FI_WAIT_FD } else { fi_wait_obj::FI_WAIT_NONE };
+                let obj = if eq.wait {
+                    fi_wait_obj::FI_WAIT_FD
+                } else {
+                    fi_wait_obj::FI_WAIT_NONE
+                };
                 // SAFETY: FI_GETWAITOBJ's argument is an enum fi_wait_obj *.
                 unsafe { *(arg as *mut u32) = obj as u32 };
                 Ok(0)
             }
             other => {
-                crate::ox_log!(Warn, Eq, super::NAME, "control command {other} not supported on an EQ");
+                crate::ox_log!(
+                    Warn,
+                    Eq,
+                    super::NAME,
+                    "control command {other} not supported on an EQ"
+                );
                 Err(Error::NOSYS)
             }
         }
@@ -336,10 +381,16 @@ unsafe extern "C" fn sread(
         crate::capi::nonnull(event, "fi_eq_sread", "event")?;
         let peek = check_read_flags(flags)?;
         if !q.wait {
-            crate::ox_log!(Warn, Eq, super::NAME, "fi_eq_sread on an EQ opened with FI_WAIT_NONE");
+            crate::ox_log!(
+                Warn,
+                Eq,
+                super::NAME,
+                "fi_eq_sread on an EQ opened with FI_WAIT_NONE"
+            );
             return Err(Error::NOSYS);
         }
-        let deadline = (timeout >= 0).then(|| Instant::now() + Duration::from_millis(timeout as u64));
+        let deadline =
+            (timeout >= 0).then(|| Instant::now() + Duration::from_millis(timeout as u64));
         let mut g = q.lock();
         loop {
             if !g.events.is_empty() || !g.errors.is_empty() {
@@ -352,7 +403,10 @@ unsafe extern "C" fn sread(
                     if now >= d {
                         return Err(Error::AGAIN);
                     }
-                    q.cond.wait_timeout(g, d - now).unwrap_or_else(|e| e.into_inner()).0
+                    q.cond
+                        .wait_timeout(g, d - now)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
                 }
             };
         }
@@ -414,11 +468,22 @@ unsafe extern "C" fn write(
         // SAFETY: from_fid checks the object.
         let q = unsafe { from_fid::<Eq>(eq as *const fid) }?;
         if q.flags & FI_WRITE == 0 {
-            crate::ox_log!(Warn, Eq, super::NAME, "fi_eq_write on an EQ opened without FI_WRITE");
+            crate::ox_log!(
+                Warn,
+                Eq,
+                super::NAME,
+                "fi_eq_write on an EQ opened without FI_WRITE"
+            );
             return Err(Error::INVAL);
         }
         if flags & !FI_OXSHM_EQ_ERR != 0 {
-            crate::ox_log!(Warn, Eq, super::NAME, "unsupported write flags 0x{:x}", flags & !FI_OXSHM_EQ_ERR);
+            crate::ox_log!(
+                Warn,
+                Eq,
+                super::NAME,
+                "unsupported write flags 0x{:x}",
+                flags & !FI_OXSHM_EQ_ERR
+            );
             return Err(Error::BADFLAGS);
         }
         if len > 0 && buf.is_null() {
@@ -426,12 +491,22 @@ unsafe extern "C" fn write(
             return Err(Error::INVAL);
         }
         if len > MAX_ENTRY {
-            crate::ox_log!(Warn, Eq, super::NAME, "event of {len} bytes exceeds {MAX_ENTRY}");
+            crate::ox_log!(
+                Warn,
+                Eq,
+                super::NAME,
+                "event of {len} bytes exceeds {MAX_ENTRY}"
+            );
             return Err(Error::INVAL);
         }
         if flags & FI_OXSHM_EQ_ERR != 0 {
             if len < std::mem::size_of::<fi_eq_err_entry>() {
-                crate::ox_log!(Warn, Eq, super::NAME, "error entry needs a struct fi_eq_err_entry");
+                crate::ox_log!(
+                    Warn,
+                    Eq,
+                    super::NAME,
+                    "error entry needs a struct fi_eq_err_entry"
+                );
                 return Err(Error::INVAL);
             }
             // SAFETY: buf holds a fi_eq_err_entry (checked length).
@@ -440,7 +515,8 @@ unsafe extern "C" fn write(
                 Vec::new()
             } else {
                 // SAFETY: err_data holds err_data_size bytes.
-                unsafe { std::slice::from_raw_parts(e.err_data as *const u8, e.err_data_size) }.to_vec()
+                unsafe { std::slice::from_raw_parts(e.err_data as *const u8, e.err_data_size) }
+                    .to_vec()
             };
             q.push_err(ErrEntry {
                 fid: e.fid,

@@ -107,7 +107,12 @@ unsafe extern "C" fn open_domain2(
         // SAFETY: fabric comes from the application; from_fid checks it.
         let fab = unsafe { from_fid::<Fabric>(fabric as *const fid) }?;
         if flags != 0 {
-            crate::ox_log!(Warn, Domain, super::NAME, "fi_domain2: flags 0x{flags:x} not supported");
+            crate::ox_log!(
+                Warn,
+                Domain,
+                super::NAME,
+                "fi_domain2: flags 0x{flags:x} not supported"
+            );
             return Err(Error::BADFLAGS);
         }
         crate::capi::nonnull(dom, "fi_domain", "domain")?;
@@ -127,7 +132,12 @@ unsafe extern "C" fn passive_ep(
     _: *mut *mut fid_pep,
     _: *mut c_void,
 ) -> c_int {
-    crate::ox_log!(Warn, EpCtrl, super::NAME, "passive endpoints need FI_EP_MSG, which oxshm does not offer");
+    crate::ox_log!(
+        Warn,
+        EpCtrl,
+        super::NAME,
+        "passive endpoints need FI_EP_MSG, which oxshm does not offer"
+    );
     Error::NOSYS.code()
 }
 
@@ -155,7 +165,12 @@ unsafe extern "C" fn wait_open(
     _: *mut fi_wait_attr,
     _: *mut *mut fid_wait,
 ) -> c_int {
-    crate::ox_log!(Warn, Fabric, super::NAME, "wait sets are deprecated and not supported");
+    crate::ox_log!(
+        Warn,
+        Fabric,
+        super::NAME,
+        "wait sets are deprecated and not supported"
+    );
     Error::NOSYS.code()
 }
 

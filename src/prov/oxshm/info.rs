@@ -50,10 +50,19 @@ pub fn parse_mr_mode(text: &str) -> i32 {
     let mut bits = 0;
     for name in text.split(['|', ',', ' ']).filter(|s| !s.is_empty()) {
         let upper = name.to_ascii_uppercase();
-        let full = if upper.starts_with("FI_MR_") { upper } else { format!("FI_MR_{upper}") };
+        let full = if upper.starts_with("FI_MR_") {
+            upper
+        } else {
+            format!("FI_MR_{upper}")
+        };
         match NAMES.iter().find(|(n, _)| *n == full) {
             Some((_, b)) => bits |= b,
-            None => crate::ox_log!(Warn, Core, super::NAME, "FI_OXSHM_MR_MODE: unknown bit {name}"),
+            None => crate::ox_log!(
+                Warn,
+                Core,
+                super::NAME,
+                "FI_OXSHM_MR_MODE: unknown bit {name}"
+            ),
         }
     }
     bits
@@ -149,8 +158,14 @@ mod tests {
 
     #[test]
     fn mr_mode_variable_forms() {
-        assert_eq!(parse_mr_mode("FI_MR_LOCAL|FI_MR_PROV_KEY"), f::FI_MR_LOCAL | f::FI_MR_PROV_KEY);
-        assert_eq!(parse_mr_mode("local,virt_addr"), f::FI_MR_LOCAL | f::FI_MR_VIRT_ADDR);
+        assert_eq!(
+            parse_mr_mode("FI_MR_LOCAL|FI_MR_PROV_KEY"),
+            f::FI_MR_LOCAL | f::FI_MR_PROV_KEY
+        );
+        assert_eq!(
+            parse_mr_mode("local,virt_addr"),
+            f::FI_MR_LOCAL | f::FI_MR_VIRT_ADDR
+        );
         assert_eq!(parse_mr_mode("0x44"), f::FI_MR_LOCAL | f::FI_MR_PROV_KEY);
         assert_eq!(parse_mr_mode("68"), f::FI_MR_LOCAL | f::FI_MR_PROV_KEY);
         assert_eq!(parse_mr_mode("3"), 0);

@@ -63,7 +63,14 @@ fn register(r: Request) -> Result<i32> {
     let d = r.domain;
     crate::capi::nonnull(r.out, "fi_mr_reg", "mr")?;
     if r.iovs.is_empty() || r.iovs.len() > d.mr_iov_limit {
-        crate::ox_log!(Warn, Mr, super::NAME, "iov_count {} outside 1..={}", r.iovs.len(), d.mr_iov_limit);
+        crate::ox_log!(
+            Warn,
+            Mr,
+            super::NAME,
+            "iov_count {} outside 1..={}",
+            r.iovs.len(),
+            d.mr_iov_limit
+        );
         return Err(Error::INVAL);
     }
     for (i, &(base, len)) in r.iovs.iter().enumerate() {
@@ -72,7 +79,12 @@ fn register(r: Request) -> Result<i32> {
             return Err(Error::INVAL);
         }
         if base == 0 {
-            crate::ox_log!(Warn, Mr, super::NAME, "iov {i}: NULL buffer with length {len}");
+            crate::ox_log!(
+                Warn,
+                Mr,
+                super::NAME,
+                "iov {i}: NULL buffer with length {len}"
+            );
             return Err(Error::INVAL);
         }
         if base.checked_add(len).is_none() {
@@ -81,7 +93,13 @@ fn register(r: Request) -> Result<i32> {
         }
     }
     if r.access & !ACCESS_BITS != 0 {
-        crate::ox_log!(Warn, Mr, super::NAME, "unknown access bits 0x{:x}", r.access & !ACCESS_BITS);
+        crate::ox_log!(
+            Warn,
+            Mr,
+            super::NAME,
+            "unknown access bits 0x{:x}",
+            r.access & !ACCESS_BITS
+        );
         return Err(Error::INVAL);
     }
     if r.offset != 0 {
@@ -89,14 +107,26 @@ fn register(r: Request) -> Result<i32> {
         return Err(Error::INVAL);
     }
     if r.flags != 0 {
-        crate::ox_log!(Warn, Mr, super::NAME, "registration flags 0x{:x} are not supported", r.flags);
+        crate::ox_log!(
+            Warn,
+            Mr,
+            super::NAME,
+            "registration flags 0x{:x} are not supported",
+            r.flags
+        );
         return Err(Error::BADFLAGS);
     }
     let key = if d.mr_mode & FI_MR_PROV_KEY != 0 {
         d.keys.insert_provider()
     } else {
         d.keys.insert_requested(r.requested_key).inspect_err(|e| {
-            crate::ox_log!(Warn, Mr, super::NAME, "requested key 0x{:x} refused: {e}", r.requested_key);
+            crate::ox_log!(
+                Warn,
+                Mr,
+                super::NAME,
+                "requested key 0x{:x} refused: {e}",
+                r.requested_key
+            );
         })?;
         r.requested_key
     };
@@ -121,7 +151,11 @@ fn register(r: Request) -> Result<i32> {
     // SAFETY: out checked non-NULL.
     unsafe { *r.out = mr as *mut fid_mr };
     if let Some(eq) = d.reg_mr_eq() {
-        let entry = fi_eq_entry { fid: mr as *mut fid, context: r.context, data: 0 };
+        let entry = fi_eq_entry {
+            fid: mr as *mut fid,
+            context: r.context,
+            data: 0,
+        };
         // SAFETY: viewing a plain-data struct as bytes.
         let bytes = unsafe {
             std::slice::from_raw_parts(
@@ -147,6 +181,10 @@ unsafe extern "C" fn close(f: *mut fid) -> c_int {
     })
 }
 
+/// The `fi_ops_mr.reg` slot.
+///
+/// # Safety
+/// `fid` is any object (checked); other pointers as fi_mr_reg(3).
 pub unsafe extern "C" fn reg(
     fid: *mut fid,
     buf: *const c_void,
@@ -187,7 +225,13 @@ unsafe fn read_iovs(iov: *const iovec, count: usize) -> Result<Vec<(usize, usize
         return Err(Error::INVAL);
     }
     if count > super::info::MR_IOV_LIMIT {
-        crate::ox_log!(Warn, Mr, super::NAME, "iov_count {count} exceeds {}", super::info::MR_IOV_LIMIT);
+        crate::ox_log!(
+            Warn,
+            Mr,
+            super::NAME,
+            "iov_count {count} exceeds {}",
+            super::info::MR_IOV_LIMIT
+        );
         return Err(Error::INVAL);
     }
     // SAFETY: per the function contract.
@@ -195,6 +239,10 @@ unsafe fn read_iovs(iov: *const iovec, count: usize) -> Result<Vec<(usize, usize
     Ok(s.iter().map(|v| (v.iov_base as usize, v.iov_len)).collect())
 }
 
+/// The `fi_ops_mr.regv` slot.
+///
+/// # Safety
+/// `fid` is any object (checked); other pointers as fi_mr_regv(3).
 pub unsafe extern "C" fn regv(
     fid: *mut fid,
     iov: *const iovec,
@@ -211,7 +259,16 @@ pub unsafe extern "C" fn regv(
         let domain = unsafe { from_fid::<Domain>(fid) }?;
         // SAFETY: iov holds count entries (fi_mr_regv(3)).
         let iovs = unsafe { read_iovs(iov, count) }?;
-        register(Request { iovs, access, offset, requested_key, flags, context, out: mr, domain })
+        register(Request {
+            iovs,
+            access,
+            offset,
+            requested_key,
+            flags,
+            context,
+            out: mr,
+            domain,
+        })
     })
 }
 
@@ -233,6 +290,11 @@ pub fn mr_attr_len(api_version: u32) -> usize {
     }
 }
 
+/// The `fi_ops_mr.regattr` slot.
+///
+/// # Safety
+/// `fid` is any object (checked); `attr` as fi_mr_regattr(3), read only
+/// as far as the domain's API version defines it.
 pub unsafe extern "C" fn regattr(
     fid: *mut fid,
     attr: *const fi_mr_attr,
@@ -248,7 +310,11 @@ pub unsafe extern "C" fn regattr(
         // SAFETY: attr holds at least `limit` bytes for this API version.
         let a: fi_mr_attr = unsafe {
             let mut a: fi_mr_attr = std::mem::zeroed();
-            std::ptr::copy_nonoverlapping(attr as *const u8, &mut a as *mut fi_mr_attr as *mut u8, limit);
+            std::ptr::copy_nonoverlapping(
+                attr as *const u8,
+                &mut a as *mut fi_mr_attr as *mut u8,
+                limit,
+            );
             a
         };
         if !a.hmem_data.is_null() {
@@ -256,16 +322,26 @@ pub unsafe extern "C" fn regattr(
             return Err(Error::INVAL);
         }
         if !a.base_mr.is_null() {
-            crate::ox_log!(Warn, Mr, super::NAME, "sub-MRs (base_mr) are not supported yet");
+            crate::ox_log!(
+                Warn,
+                Mr,
+                super::NAME,
+                "sub-MRs (base_mr) are not supported yet"
+            );
             return Err(Error::NOSYS);
         }
         if a.auth_key_size != 0 || !a.auth_key.is_null() {
-            crate::ox_log!(Warn, Mr, super::NAME, "authorization keys need FI_AV_AUTH_KEY, which this domain does not offer");
+            crate::ox_log!(
+                Warn,
+                Mr,
+                super::NAME,
+                "authorization keys need FI_AV_AUTH_KEY, which this domain does not offer"
+            );
             return Err(Error::INVAL);
         }
         // SAFETY: the union's mr_iov member is the iov pointer unless
         // FI_MR_DMABUF (refused below, as every flag is for now) is set.
-        let iov = unsafe { a.__anon_iov.mr_iov };
+        let iov = unsafe { a.__anon_mr_iov.mr_iov };
         if flags & FI_MR_DMABUF != 0 {
             crate::ox_log!(Warn, Mr, super::NAME, "FI_MR_DMABUF is not supported yet");
             return Err(Error::BADFLAGS);

@@ -23,7 +23,10 @@ pub struct Header {
 
 impl Header {
     pub fn new(tag: u64) -> Header {
-        Header { tag: AtomicU64::new(tag), refs: AtomicUsize::new(0) }
+        Header {
+            tag: AtomicU64::new(tag),
+            refs: AtomicUsize::new(0),
+        }
     }
 
     pub fn tag(&self) -> u64 {
@@ -47,7 +50,12 @@ impl Header {
     pub fn begin_close(&self, what: &str) -> Result<()> {
         let n = self.refs();
         if n != 0 {
-            crate::ox_log!(Warn, Core, super::NAME, "cannot close {what}: {n} dependent object(s) still open");
+            crate::ox_log!(
+                Warn,
+                Core,
+                super::NAME,
+                "cannot close {what}: {n} dependent object(s) still open"
+            );
             return Err(Error::BUSY);
         }
         self.tag.store(TAG_DEAD, Ordering::Release);
@@ -82,13 +90,25 @@ pub unsafe fn from_fid<'a, T: Object>(p: *const fid) -> Result<&'a T> {
     // SAFETY: p points to at least a struct fid (contract).
     let fclass = unsafe { (*p).fclass };
     if fclass != T::FCLASS {
-        crate::ox_log!(Warn, Core, super::NAME, "object of class {fclass} passed where a {} is required", T::NAME);
+        crate::ox_log!(
+            Warn,
+            Core,
+            super::NAME,
+            "object of class {fclass} passed where a {} is required",
+            T::NAME
+        );
         return Err(Error::INVAL);
     }
     // SAFETY: an object of this class whose ops are ours is one of our T
     // (checked next through the tag, which lives inside T).
     if unsafe { (*p).ops } != T::fi_ops() {
-        crate::ox_log!(Warn, Core, super::NAME, "{} belongs to another provider", T::NAME);
+        crate::ox_log!(
+            Warn,
+            Core,
+            super::NAME,
+            "{} belongs to another provider",
+            T::NAME
+        );
         return Err(Error::INVAL);
     }
     // SAFETY: fid ops are ours, so p is a T allocated by this provider.
@@ -107,12 +127,18 @@ pub mod nosys {
     use crate::error::Error;
     use libc::{c_char, c_int, c_void, size_t};
 
+    /// # Safety
+    /// Callable with any arguments: none are dereferenced.
     pub unsafe extern "C" fn bind(_: *mut fid, _: *mut fid, _: u64) -> c_int {
         Error::NOSYS.code()
     }
+    /// # Safety
+    /// Callable with any arguments: none are dereferenced.
     pub unsafe extern "C" fn control(_: *mut fid, _: c_int, _: *mut c_void) -> c_int {
         Error::NOSYS.code()
     }
+    /// # Safety
+    /// Callable with any arguments: none are dereferenced.
     pub unsafe extern "C" fn ops_open(
         _: *mut fid,
         _: *const c_char,
@@ -122,9 +148,13 @@ pub mod nosys {
     ) -> c_int {
         Error::NOSYS.code()
     }
+    /// # Safety
+    /// Callable with any arguments: none are dereferenced.
     pub unsafe extern "C" fn tostr(_: *const fid, _: *mut c_char, _: size_t) -> c_int {
         Error::NOSYS.code()
     }
+    /// # Safety
+    /// Callable with any arguments: none are dereferenced.
     pub unsafe extern "C" fn ops_set(
         _: *mut fid,
         _: *const c_char,
