@@ -240,7 +240,8 @@ struct fi_ops_ep {
   ssize_t (*tx_size_left)(struct fid_ep *ep);
   /**
    * Fills the caller's `*xpu_ep` with the handle an accelerator uses to
-   * drive this endpoint. Since 2.7.
+   * drive this endpoint.
+   * Since 2.7.
    */
   int (*export_xpu)(struct fid_ep *ep, uint64_t flags, struct fid_xpu_ep *xpu_ep);
 };
@@ -635,7 +636,8 @@ ssize_t fi_injectdata(struct fid_ep *ep,
 
 /**
  * Fills the caller-owned `*xpu_ep` with the handle an accelerator uses to
- * drive the enabled XPU endpoint `ep` (opened with FI_XPU). Since 2.7.
+ * drive the enabled XPU endpoint `ep` (opened with FI_XPU).
+ * Since 2.7.
  *
  * Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `ep`,
  * -FI_ENOSYS if the endpoint cannot be exported.

@@ -52,17 +52,17 @@ struct fid_mem_monitor;
 #define FI_OPT_EFA_RNR_RETRY (-FI_PROV_SPECIFIC_EFA + 0)
 
 /**
- * EFA option (`bool`, read only): RMA reads are emulated.
+ * EFA option (`bool`): RMA reads are emulated.
  */
 #define FI_OPT_EFA_EMULATED_READ (-FI_PROV_SPECIFIC_EFA + 1)
 
 /**
- * EFA option (`bool`, read only): RMA writes are emulated.
+ * EFA option (`bool`): RMA writes are emulated.
  */
 #define FI_OPT_EFA_EMULATED_WRITE (-FI_PROV_SPECIFIC_EFA + 2)
 
 /**
- * EFA option (`bool`, read only): atomics are emulated.
+ * EFA option (`bool`): atomics are emulated.
  */
 #define FI_OPT_EFA_EMULATED_ATOMICS (-FI_PROV_SPECIFIC_EFA + 3)
 
@@ -89,7 +89,8 @@ struct fid_mem_monitor;
 
 /**
  * EFA option (`bool`): RDMA writes with immediate data need no posted
- * receive. Since 2.7.
+ * receive.
+ * Since 2.7.
  */
 #define FI_OPT_EFA_USE_UNSOLICITED_WRITE_RECV (-FI_PROV_SPECIFIC_EFA + 8)
 

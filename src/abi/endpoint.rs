@@ -125,7 +125,8 @@ pub struct fi_ops_ep {
     pub rx_size_left: Option<unsafe extern "C" fn(ep: *mut fid_ep) -> ssize_t>,
     pub tx_size_left: Option<unsafe extern "C" fn(ep: *mut fid_ep) -> ssize_t>,
     /// Fills the caller's `*xpu_ep` with the handle an accelerator uses to
-    /// drive this endpoint. Since 2.7.
+    /// drive this endpoint.
+    /// Since 2.7.
     pub export_xpu:
         Option<unsafe extern "C" fn(ep: *mut fid_ep, flags: u64, xpu_ep: *mut fid_xpu_ep) -> c_int>,
 }

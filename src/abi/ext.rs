@@ -17,11 +17,11 @@ pub const FI_PROV_SPECIFIC_TCP: c_int = 0x7cb << 16;
 // `+ 0` makes cbindgen parenthesize the macro like its siblings.
 #[allow(clippy::identity_op)]
 pub const FI_OPT_EFA_RNR_RETRY: c_int = -FI_PROV_SPECIFIC_EFA + 0;
-/// EFA option (`bool`, read only): RMA reads are emulated.
+/// EFA option (`bool`): RMA reads are emulated.
 pub const FI_OPT_EFA_EMULATED_READ: c_int = -FI_PROV_SPECIFIC_EFA + 1;
-/// EFA option (`bool`, read only): RMA writes are emulated.
+/// EFA option (`bool`): RMA writes are emulated.
 pub const FI_OPT_EFA_EMULATED_WRITE: c_int = -FI_PROV_SPECIFIC_EFA + 2;
-/// EFA option (`bool`, read only): atomics are emulated.
+/// EFA option (`bool`): atomics are emulated.
 pub const FI_OPT_EFA_EMULATED_ATOMICS: c_int = -FI_PROV_SPECIFIC_EFA + 3;
 /// EFA option (`bool`): use the device's RDMA for transfers.
 pub const FI_OPT_EFA_USE_DEVICE_RDMA: c_int = -FI_PROV_SPECIFIC_EFA + 4;
@@ -33,7 +33,8 @@ pub const FI_OPT_EFA_WRITE_IN_ORDER_ALIGNED_128_BYTES: c_int = -FI_PROV_SPECIFIC
 /// Since 2.7.
 pub const FI_OPT_EFA_HOMOGENEOUS_PEERS: c_int = -FI_PROV_SPECIFIC_EFA + 7;
 /// EFA option (`bool`): RDMA writes with immediate data need no posted
-/// receive. Since 2.7.
+/// receive.
+/// Since 2.7.
 pub const FI_OPT_EFA_USE_UNSOLICITED_WRITE_RECV: c_int = -FI_PROV_SPECIFIC_EFA + 8;
 
 /// The argument of the FI_EXPORT_FID control command (`fi_export_fid`): the

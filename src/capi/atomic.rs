@@ -515,116 +515,24 @@ mod tests {
         }
     }
 
+    #[rustfmt::skip]
     const EP: &[Case<fid_ep>] = &[
-        Case {
-            slot: "write",
-            call: |e| unsafe { fi_atomic(e, p(1), 2, p(3), 4, 5, 6, 7, 8, p(9)) as i64 },
-            args: &[1, 2, 3, 4, 5, 6, 7, 8, 9],
-        },
-        Case {
-            slot: "writev",
-            call: |e| unsafe { fi_atomicv(e, p(1), p(2), 3, 4, 5, 6, 7, 8, p(9)) as i64 },
-            args: &[1, 2, 3, 4, 5, 6, 7, 8, 9],
-        },
-        Case {
-            slot: "writemsg",
-            call: |e| unsafe { fi_atomicmsg(e, p(1), 2) as i64 },
-            args: &[1, 2],
-        },
-        Case {
-            slot: "inject",
-            call: |e| unsafe { fi_inject_atomic(e, p(1), 2, 3, 4, 5, 6, 7) as i64 },
-            args: &[1, 2, 3, 4, 5, 6, 7],
-        },
-        Case {
-            slot: "readwrite",
-            call: |e| unsafe {
-                fi_fetch_atomic(e, p(1), 2, p(3), p(4), p(5), 6, 7, 8, 9, 10, p(11)) as i64
-            },
-            args: &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11],
-        },
-        Case {
-            slot: "readwritev",
-            call: |e| unsafe {
-                fi_fetch_atomicv(e, p(1), p(2), 3, p(4), p(5), 6, 7, 8, 9, 10, 11, p(12)) as i64
-            },
-            args: &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12],
-        },
-        Case {
-            slot: "readwritemsg",
-            call: |e| unsafe { fi_fetch_atomicmsg(e, p(1), p(2), p(3), 4, 5) as i64 },
-            args: &[1, 2, 3, 4, 5],
-        },
-        Case {
-            slot: "compwrite",
-            call: |e| unsafe {
-                fi_compare_atomic(
-                    e,
-                    p(1),
-                    2,
-                    p(3),
-                    p(4),
-                    p(5),
-                    p(6),
-                    p(7),
-                    8,
-                    9,
-                    10,
-                    11,
-                    12,
-                    p(13),
-                ) as i64
-            },
-            args: &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13],
-        },
-        Case {
-            slot: "compwritev",
-            call: |e| unsafe {
-                fi_compare_atomicv(
-                    e,
-                    p(1),
-                    p(2),
-                    3,
-                    p(4),
-                    p(5),
-                    6,
-                    p(7),
-                    p(8),
-                    9,
-                    10,
-                    11,
-                    12,
-                    13,
-                    14,
-                    p(15),
-                ) as i64
-            },
-            args: &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15],
-        },
-        Case {
-            slot: "compwritemsg",
-            call: |e| unsafe {
-                fi_compare_atomicmsg(e, p(1), p(2), p(3), 4, p(5), p(6), 7, 8) as i64
-            },
-            args: &[1, 2, 3, 4, 5, 6, 7, 8],
-        },
-        Case {
-            slot: "writevalid",
-            call: |e| unsafe { fi_atomicvalid(e, 1, 2, p(3)) as i64 },
-            args: &[1, 2, 3],
-        },
-        Case {
-            slot: "readwritevalid",
-            call: |e| unsafe { fi_fetch_atomicvalid(e, 1, 2, p(3)) as i64 },
-            args: &[1, 2, 3],
-        },
-        Case {
-            slot: "compwritevalid",
-            call: |e| unsafe { fi_compare_atomicvalid(e, 1, 2, p(3)) as i64 },
-            args: &[1, 2, 3],
-        },
+        Case { slot: "write", call: |e| unsafe { fi_atomic(e, p(1), 2, p(3), 4, 5, 6, 7, 8, p(9)) as i64 }, args: &[1, 2, 3, 4, 5, 6, 7, 8, 9] },
+        Case { slot: "writev", call: |e| unsafe { fi_atomicv(e, p(1), p(2), 3, 4, 5, 6, 7, 8, p(9)) as i64 }, args: &[1, 2, 3, 4, 5, 6, 7, 8, 9] },
+        Case { slot: "writemsg", call: |e| unsafe { fi_atomicmsg(e, p(1), 2) as i64 }, args: &[1, 2] },
+        Case { slot: "inject", call: |e| unsafe { fi_inject_atomic(e, p(1), 2, 3, 4, 5, 6, 7) as i64 }, args: &[1, 2, 3, 4, 5, 6, 7] },
+        Case { slot: "readwrite", call: |e| unsafe { fi_fetch_atomic(e, p(1), 2, p(3), p(4), p(5), 6, 7, 8, 9, 10, p(11)) as i64 }, args: &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11] },
+        Case { slot: "readwritev", call: |e| unsafe { fi_fetch_atomicv(e, p(1), p(2), 3, p(4), p(5), 6, 7, 8, 9, 10, 11, p(12)) as i64 }, args: &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12] },
+        Case { slot: "readwritemsg", call: |e| unsafe { fi_fetch_atomicmsg(e, p(1), p(2), p(3), 4, 5) as i64 }, args: &[1, 2, 3, 4, 5] },
+        Case { slot: "compwrite", call: |e| unsafe { fi_compare_atomic(e, p(1), 2, p(3), p(4), p(5), p(6), p(7), 8, 9, 10, 11, 12, p(13)) as i64 }, args: &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13] },
+        Case { slot: "compwritev", call: |e| unsafe { fi_compare_atomicv(e, p(1), p(2), 3, p(4), p(5), 6, p(7), p(8), 9, 10, 11, 12, 13, 14, p(15)) as i64 }, args: &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15] },
+        Case { slot: "compwritemsg", call: |e| unsafe { fi_compare_atomicmsg(e, p(1), p(2), p(3), 4, p(5), p(6), 7, 8) as i64 }, args: &[1, 2, 3, 4, 5, 6, 7, 8] },
+        Case { slot: "writevalid", call: |e| unsafe { fi_atomicvalid(e, 1, 2, p(3)) as i64 }, args: &[1, 2, 3] },
+        Case { slot: "readwritevalid", call: |e| unsafe { fi_fetch_atomicvalid(e, 1, 2, p(3)) as i64 }, args: &[1, 2, 3] },
+        Case { slot: "compwritevalid", call: |e| unsafe { fi_compare_atomicvalid(e, 1, 2, p(3)) as i64 }, args: &[1, 2, 3] },
     ];
 
+    #[rustfmt::skip]
     const DOMAIN: &[Case<fid_domain>] = &[Case {
         slot: "query_atomic",
         call: |d| unsafe { fi_query_atomic(d, 1, 2, p(3), 4) as i64 },

@@ -261,60 +261,22 @@ mod tests {
         }
     }
 
+    #[rustfmt::skip]
     const EP: &[Case<fid_ep>] = &[
-        Case {
-            slot: "setname",
-            call: |e| unsafe { fi_setname(e.cast(), p(1), 2) as i64 },
-            args: &[1, 2],
-        },
-        Case {
-            slot: "getname",
-            call: |e| unsafe { fi_getname(e.cast(), p(1), p(2)) as i64 },
-            args: &[1, 2],
-        },
-        Case {
-            slot: "getpeer",
-            call: |e| unsafe { fi_getpeer(e, p(1), p(2)) as i64 },
-            args: &[1, 2],
-        },
-        Case {
-            slot: "connect",
-            call: |e| unsafe { fi_connect(e, p(1), p(2), 3) as i64 },
-            args: &[1, 2, 3],
-        },
-        Case {
-            slot: "accept",
-            call: |e| unsafe { fi_accept(e, p(1), 2) as i64 },
-            args: &[1, 2],
-        },
-        Case {
-            slot: "shutdown",
-            call: |e| unsafe { fi_shutdown(e, 1) as i64 },
-            args: &[1],
-        },
-        Case {
-            slot: "join",
-            call: |e| unsafe { fi_join(e, p(1), 2, p(3), p(4)) as i64 },
-            args: &[1, 2, 3, 4],
-        },
+        Case { slot: "setname", call: |e| unsafe { fi_setname(e.cast(), p(1), 2) as i64 }, args: &[1, 2] },
+        Case { slot: "getname", call: |e| unsafe { fi_getname(e.cast(), p(1), p(2)) as i64 }, args: &[1, 2] },
+        Case { slot: "getpeer", call: |e| unsafe { fi_getpeer(e, p(1), p(2)) as i64 }, args: &[1, 2] },
+        Case { slot: "connect", call: |e| unsafe { fi_connect(e, p(1), p(2), 3) as i64 }, args: &[1, 2, 3] },
+        Case { slot: "accept", call: |e| unsafe { fi_accept(e, p(1), 2) as i64 }, args: &[1, 2] },
+        Case { slot: "shutdown", call: |e| unsafe { fi_shutdown(e, 1) as i64 }, args: &[1] },
+        Case { slot: "join", call: |e| unsafe { fi_join(e, p(1), 2, p(3), p(4)) as i64 }, args: &[1, 2, 3, 4] },
     ];
 
+    #[rustfmt::skip]
     const PEP: &[Case<fid_pep>] = &[
-        Case {
-            slot: "getname",
-            call: |e| unsafe { fi_getname(e.cast(), p(1), p(2)) as i64 },
-            args: &[1, 2],
-        },
-        Case {
-            slot: "listen",
-            call: |e| unsafe { fi_listen(e) as i64 },
-            args: &[],
-        },
-        Case {
-            slot: "reject",
-            call: |e| unsafe { fi_reject(e, p(1), p(2), 3) as i64 },
-            args: &[1, 2, 3],
-        },
+        Case { slot: "getname", call: |e| unsafe { fi_getname(e.cast(), p(1), p(2)) as i64 }, args: &[1, 2] },
+        Case { slot: "listen", call: |e| unsafe { fi_listen(e) as i64 }, args: &[] },
+        Case { slot: "reject", call: |e| unsafe { fi_reject(e, p(1), p(2), 3) as i64 }, args: &[1, 2, 3] },
     ];
 
     /// Runs every case against endpoints whose `cm` table is `cm`.

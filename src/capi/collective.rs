@@ -187,17 +187,12 @@ pub unsafe extern "C" fn fi_join_collective(
     mc: *mut *mut fid_mc,
     context: *mut c_void,
 ) -> c_int {
-    let addr = fi_collective_addr { set, coll_addr };
-    // SAFETY: same contract as ours; `addr` outlives the call.
-    unsafe {
-        fi_join(
-            ep,
-            ptr::addr_of!(addr).cast::<c_void>(),
-            flags | FI_COLLECTIVE,
-            mc,
-            context,
-        )
-    }
+    guard("fi_join_collective", || {
+        let addr = fi_collective_addr { set, coll_addr };
+        let addr = ptr::addr_of!(addr).cast::<c_void>();
+        // SAFETY: same contract as ours; `addr` outlives the call.
+        Ok(unsafe { fi_join(ep, addr, flags | FI_COLLECTIVE, mc, context) })
+    })
 }
 
 /// Waits, without blocking the caller, until every member of the group has
@@ -234,11 +229,11 @@ pub unsafe extern "C" fn fi_barrier2(
     flags: u64,
     context: *mut c_void,
 ) -> ssize_t {
-    if flags == 0 {
-        // SAFETY: same contract as ours.
-        return unsafe { fi_barrier(ep, coll_addr, context) };
-    }
     guard_ssize("fi_barrier2", || {
+        if flags == 0 {
+            // SAFETY: same contract as ours.
+            return Ok(unsafe { fi_barrier(ep, coll_addr, context) });
+        }
         dispatch!(
             "fi_barrier2",
             ep,
@@ -724,118 +719,40 @@ mod tests {
         o
     }
 
-    const AV: &[Case<fid_av>] = &[Case {
-        slot: "av_set",
-        call: |a| unsafe { fi_av_set(a, p(1), p(2), p(3)) as i64 },
-        args: &[1, 2, 3],
-    }];
+    #[rustfmt::skip]
+    const AV: &[Case<fid_av>] = &[Case { slot: "av_set", call: |a| unsafe { fi_av_set(a, p(1), p(2), p(3)) as i64 }, args: &[1, 2, 3] }];
 
+    #[rustfmt::skip]
     const SET: &[Case<fid_av_set>] = &[
-        Case {
-            slot: "set_union",
-            call: |s| unsafe { fi_av_set_union(s, p(1)) as i64 },
-            args: &[1],
-        },
-        Case {
-            slot: "intersect",
-            call: |s| unsafe { fi_av_set_intersect(s, p(1)) as i64 },
-            args: &[1],
-        },
-        Case {
-            slot: "diff",
-            call: |s| unsafe { fi_av_set_diff(s, p(1)) as i64 },
-            args: &[1],
-        },
-        Case {
-            slot: "insert",
-            call: |s| unsafe { fi_av_set_insert(s, 1) as i64 },
-            args: &[1],
-        },
-        Case {
-            slot: "remove",
-            call: |s| unsafe { fi_av_set_remove(s, 1) as i64 },
-            args: &[1],
-        },
-        Case {
-            slot: "addr",
-            call: |s| unsafe { fi_av_set_addr(s, p(1)) as i64 },
-            args: &[1],
-        },
+        Case { slot: "set_union", call: |s| unsafe { fi_av_set_union(s, p(1)) as i64 }, args: &[1] },
+        Case { slot: "intersect", call: |s| unsafe { fi_av_set_intersect(s, p(1)) as i64 }, args: &[1] },
+        Case { slot: "diff", call: |s| unsafe { fi_av_set_diff(s, p(1)) as i64 }, args: &[1] },
+        Case { slot: "insert", call: |s| unsafe { fi_av_set_insert(s, 1) as i64 }, args: &[1] },
+        Case { slot: "remove", call: |s| unsafe { fi_av_set_remove(s, 1) as i64 }, args: &[1] },
+        Case { slot: "addr", call: |s| unsafe { fi_av_set_addr(s, p(1)) as i64 }, args: &[1] },
     ];
 
+    #[rustfmt::skip]
     const DOMAIN: &[Case<fid_domain>] = &[Case {
         slot: "query_collective",
         call: |d| unsafe { fi_query_collective(d, 1, p(2), 3) as i64 },
         args: &[1, 2, 3],
     }];
 
+    #[rustfmt::skip]
     const EP: &[Case<fid_ep>] = &[
-        Case {
-            slot: "join",
-            call: |e| unsafe { fi_join_collective(e, 1, p(2), 3, p(4), p(5)) as i64 },
-            args: &[2, 1, 3 | FI_COLLECTIVE, 4, 5],
-        },
-        Case {
-            slot: "barrier",
-            call: |e| unsafe { fi_barrier(e, 1, p(2)) as i64 },
-            args: &[1, 2],
-        },
-        Case {
-            slot: "barrier",
-            call: |e| unsafe { fi_barrier2(e, 1, 0, p(2)) as i64 },
-            args: &[1, 2],
-        },
-        Case {
-            slot: "barrier2",
-            call: |e| unsafe { fi_barrier2(e, 1, 2, p(3)) as i64 },
-            args: &[1, 2, 3],
-        },
-        Case {
-            slot: "broadcast",
-            call: |e| unsafe { fi_broadcast(e, p(1), 2, p(3), 4, 5, 6, 7, p(8)) as i64 },
-            args: &[1, 2, 3, 4, 5, 6, 7, 8],
-        },
-        Case {
-            slot: "alltoall",
-            call: |e| unsafe { fi_alltoall(e, p(1), 2, p(3), p(4), p(5), 6, 7, 8, p(9)) as i64 },
-            args: &[1, 2, 3, 4, 5, 6, 7, 8, 9],
-        },
-        Case {
-            slot: "allreduce",
-            call: |e| unsafe {
-                fi_allreduce(e, p(1), 2, p(3), p(4), p(5), 6, 7, 8, 9, p(10)) as i64
-            },
-            args: &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
-        },
-        Case {
-            slot: "allgather",
-            call: |e| unsafe { fi_allgather(e, p(1), 2, p(3), p(4), p(5), 6, 7, 8, p(9)) as i64 },
-            args: &[1, 2, 3, 4, 5, 6, 7, 8, 9],
-        },
-        Case {
-            slot: "reduce_scatter",
-            call: |e| unsafe {
-                fi_reduce_scatter(e, p(1), 2, p(3), p(4), p(5), 6, 7, 8, 9, p(10)) as i64
-            },
-            args: &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
-        },
-        Case {
-            slot: "reduce",
-            call: |e| unsafe {
-                fi_reduce(e, p(1), 2, p(3), p(4), p(5), 6, 7, 8, 9, 10, p(11)) as i64
-            },
-            args: &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11],
-        },
-        Case {
-            slot: "scatter",
-            call: |e| unsafe { fi_scatter(e, p(1), 2, p(3), p(4), p(5), 6, 7, 8, 9, p(10)) as i64 },
-            args: &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
-        },
-        Case {
-            slot: "gather",
-            call: |e| unsafe { fi_gather(e, p(1), 2, p(3), p(4), p(5), 6, 7, 8, 9, p(10)) as i64 },
-            args: &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
-        },
+        Case { slot: "join", call: |e| unsafe { fi_join_collective(e, 1, p(2), 3, p(4), p(5)) as i64 }, args: &[2, 1, 3 | FI_COLLECTIVE, 4, 5] },
+        Case { slot: "barrier", call: |e| unsafe { fi_barrier(e, 1, p(2)) as i64 }, args: &[1, 2] },
+        Case { slot: "barrier", call: |e| unsafe { fi_barrier2(e, 1, 0, p(2)) as i64 }, args: &[1, 2] },
+        Case { slot: "barrier2", call: |e| unsafe { fi_barrier2(e, 1, 2, p(3)) as i64 }, args: &[1, 2, 3] },
+        Case { slot: "broadcast", call: |e| unsafe { fi_broadcast(e, p(1), 2, p(3), 4, 5, 6, 7, p(8)) as i64 }, args: &[1, 2, 3, 4, 5, 6, 7, 8] },
+        Case { slot: "alltoall", call: |e| unsafe { fi_alltoall(e, p(1), 2, p(3), p(4), p(5), 6, 7, 8, p(9)) as i64 }, args: &[1, 2, 3, 4, 5, 6, 7, 8, 9] },
+        Case { slot: "allreduce", call: |e| unsafe { fi_allreduce(e, p(1), 2, p(3), p(4), p(5), 6, 7, 8, 9, p(10)) as i64 }, args: &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10] },
+        Case { slot: "allgather", call: |e| unsafe { fi_allgather(e, p(1), 2, p(3), p(4), p(5), 6, 7, 8, p(9)) as i64 }, args: &[1, 2, 3, 4, 5, 6, 7, 8, 9] },
+        Case { slot: "reduce_scatter", call: |e| unsafe { fi_reduce_scatter(e, p(1), 2, p(3), p(4), p(5), 6, 7, 8, 9, p(10)) as i64 }, args: &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10] },
+        Case { slot: "reduce", call: |e| unsafe { fi_reduce(e, p(1), 2, p(3), p(4), p(5), 6, 7, 8, 9, 10, p(11)) as i64 }, args: &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11] },
+        Case { slot: "scatter", call: |e| unsafe { fi_scatter(e, p(1), 2, p(3), p(4), p(5), 6, 7, 8, 9, p(10)) as i64 }, args: &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10] },
+        Case { slot: "gather", call: |e| unsafe { fi_gather(e, p(1), 2, p(3), p(4), p(5), 6, 7, 8, 9, p(10)) as i64 }, args: &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10] },
     ];
 
     fn all_fail(o: &mut Objects, code: i32) {

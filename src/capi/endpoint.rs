@@ -106,11 +106,11 @@ pub unsafe extern "C" fn fi_endpoint2(
     flags: u64,
     context: *mut c_void,
 ) -> c_int {
-    if flags == 0 {
-        // SAFETY: same contract as ours.
-        return unsafe { fi_endpoint(domain, info, ep, context) };
-    }
     guard("fi_endpoint2", || {
+        if flags == 0 {
+            // SAFETY: same contract as ours.
+            return Ok(unsafe { fi_endpoint(domain, info, ep, context) });
+        }
         dispatch!(
             "fi_endpoint2",
             domain,
@@ -708,7 +708,8 @@ pub unsafe extern "C" fn fi_injectdata(
 }
 
 /// Fills the caller-owned `*xpu_ep` with the handle an accelerator uses to
-/// drive the enabled XPU endpoint `ep` (opened with FI_XPU). Since 2.7.
+/// drive the enabled XPU endpoint `ep` (opened with FI_XPU).
+/// Since 2.7.
 ///
 /// Returns 0 or a negative FI_E* code: -FI_EINVAL for a NULL `ep`,
 /// -FI_ENOSYS if the endpoint cannot be exported.
@@ -948,159 +949,51 @@ mod tests {
         o
     }
 
+    #[rustfmt::skip]
     const FABRIC: &[Case<fid_fabric>] = &[Case {
         slot: "passive_ep",
         call: |f| unsafe { fi_passive_ep(f, p(1), p(2), p(3)) as i64 },
         args: &[1, 2, 3],
     }];
 
+    #[rustfmt::skip]
     const DOMAIN: &[Case<fid_domain>] = &[
-        Case {
-            slot: "endpoint",
-            call: |d| unsafe { fi_endpoint(d, p(1), p(2), p(3)) as i64 },
-            args: &[1, 2, 3],
-        },
-        Case {
-            slot: "endpoint",
-            call: |d| unsafe { fi_endpoint2(d, p(1), p(2), 0, p(3)) as i64 },
-            args: &[1, 2, 3],
-        },
-        Case {
-            slot: "endpoint2",
-            call: |d| unsafe { fi_endpoint2(d, p(1), p(2), 4, p(3)) as i64 },
-            args: &[1, 2, 4, 3],
-        },
-        Case {
-            slot: "scalable_ep",
-            call: |d| unsafe { fi_scalable_ep(d, p(1), p(2), p(3)) as i64 },
-            args: &[1, 2, 3],
-        },
-        Case {
-            slot: "stx_ctx",
-            call: |d| unsafe { fi_stx_context(d, p(1), p(2), p(3)) as i64 },
-            args: &[1, 2, 3],
-        },
-        Case {
-            slot: "srx_ctx",
-            call: |d| unsafe { fi_srx_context(d, p(1), p(2), p(3)) as i64 },
-            args: &[1, 2, 3],
-        },
+        Case { slot: "endpoint", call: |d| unsafe { fi_endpoint(d, p(1), p(2), p(3)) as i64 }, args: &[1, 2, 3] },
+        Case { slot: "endpoint", call: |d| unsafe { fi_endpoint2(d, p(1), p(2), 0, p(3)) as i64 }, args: &[1, 2, 3] },
+        Case { slot: "endpoint2", call: |d| unsafe { fi_endpoint2(d, p(1), p(2), 4, p(3)) as i64 }, args: &[1, 2, 4, 3] },
+        Case { slot: "scalable_ep", call: |d| unsafe { fi_scalable_ep(d, p(1), p(2), p(3)) as i64 }, args: &[1, 2, 3] },
+        Case { slot: "stx_ctx", call: |d| unsafe { fi_stx_context(d, p(1), p(2), p(3)) as i64 }, args: &[1, 2, 3] },
+        Case { slot: "srx_ctx", call: |d| unsafe { fi_srx_context(d, p(1), p(2), p(3)) as i64 }, args: &[1, 2, 3] },
     ];
 
+    #[rustfmt::skip]
     const PEP: &[Case<fid_pep>] = &[
-        Case {
-            slot: "bind",
-            call: |e| unsafe { fi_pep_bind(e, p(1), 2) as i64 },
-            args: &[1, 2],
-        },
-        Case {
-            slot: "cancel",
-            call: |e| unsafe { fi_cancel(e.cast(), p(1)) as i64 },
-            args: &[1],
-        },
+        Case { slot: "bind", call: |e| unsafe { fi_pep_bind(e, p(1), 2) as i64 }, args: &[1, 2] },
+        Case { slot: "cancel", call: |e| unsafe { fi_cancel(e.cast(), p(1)) as i64 }, args: &[1] },
     ];
 
+    #[rustfmt::skip]
     const EP: &[Case<fid_ep>] = &[
-        Case {
-            slot: "bind",
-            call: |e| unsafe { fi_ep_bind(e, p(1), 2) as i64 },
-            args: &[1, 2],
-        },
-        Case {
-            slot: "bind",
-            call: |e| unsafe { fi_scalable_ep_bind(e, p(1), 2) as i64 },
-            args: &[1, 2],
-        },
-        Case {
-            slot: "control",
-            call: |e| unsafe { fi_enable(e) as i64 },
-            args: &[FI_ENABLE as u64, 0],
-        },
-        Case {
-            slot: "cancel",
-            call: |e| unsafe { fi_cancel(e.cast(), p(1)) as i64 },
-            args: &[1],
-        },
-        Case {
-            slot: "setopt",
-            call: |e| unsafe { fi_setopt(e.cast(), 1, 2, p(3), 4) as i64 },
-            args: &[1, 2, 3, 4],
-        },
-        Case {
-            slot: "getopt",
-            call: |e| unsafe { fi_getopt(e.cast(), 1, 2, p(3), p(4)) as i64 },
-            args: &[1, 2, 3, 4],
-        },
-        Case {
-            slot: "tx_ctx",
-            call: |e| unsafe { fi_tx_context(e, 1, p(2), p(3), p(4)) as i64 },
-            args: &[1, 2, 3, 4],
-        },
-        Case {
-            slot: "rx_ctx",
-            call: |e| unsafe { fi_rx_context(e, 1, p(2), p(3), p(4)) as i64 },
-            args: &[1, 2, 3, 4],
-        },
-        Case {
-            slot: "rx_size_left",
-            call: |e| unsafe { fi_rx_size_left(e) as i64 },
-            args: &[],
-        },
-        Case {
-            slot: "tx_size_left",
-            call: |e| unsafe { fi_tx_size_left(e) as i64 },
-            args: &[],
-        },
-        Case {
-            slot: "export_xpu",
-            call: |e| unsafe { fi_ep_export_xpu(e, 1, p(2)) as i64 },
-            args: &[1, 2],
-        },
-        Case {
-            slot: "recv",
-            call: |e| unsafe { fi_recv(e, p(1), 2, p(3), 4, p(5)) as i64 },
-            args: &[1, 2, 3, 4, 5],
-        },
-        Case {
-            slot: "recvv",
-            call: |e| unsafe { fi_recvv(e, p(1), p(2), 3, 4, p(5)) as i64 },
-            args: &[1, 2, 3, 4, 5],
-        },
-        Case {
-            slot: "recvmsg",
-            call: |e| unsafe { fi_recvmsg(e, p(1), 2) as i64 },
-            args: &[1, 2],
-        },
-        Case {
-            slot: "send",
-            call: |e| unsafe { fi_send(e, p(1), 2, p(3), 4, p(5)) as i64 },
-            args: &[1, 2, 3, 4, 5],
-        },
-        Case {
-            slot: "sendv",
-            call: |e| unsafe { fi_sendv(e, p(1), p(2), 3, 4, p(5)) as i64 },
-            args: &[1, 2, 3, 4, 5],
-        },
-        Case {
-            slot: "sendmsg",
-            call: |e| unsafe { fi_sendmsg(e, p(1), 2) as i64 },
-            args: &[1, 2],
-        },
-        Case {
-            slot: "inject",
-            call: |e| unsafe { fi_inject(e, p(1), 2, 3) as i64 },
-            args: &[1, 2, 3],
-        },
-        Case {
-            slot: "senddata",
-            call: |e| unsafe { fi_senddata(e, p(1), 2, p(3), 4, 5, p(6)) as i64 },
-            args: &[1, 2, 3, 4, 5, 6],
-        },
-        Case {
-            slot: "injectdata",
-            call: |e| unsafe { fi_injectdata(e, p(1), 2, 3, 4) as i64 },
-            args: &[1, 2, 3, 4],
-        },
+        Case { slot: "bind", call: |e| unsafe { fi_ep_bind(e, p(1), 2) as i64 }, args: &[1, 2] },
+        Case { slot: "bind", call: |e| unsafe { fi_scalable_ep_bind(e, p(1), 2) as i64 }, args: &[1, 2] },
+        Case { slot: "control", call: |e| unsafe { fi_enable(e) as i64 }, args: &[FI_ENABLE as u64, 0] },
+        Case { slot: "cancel", call: |e| unsafe { fi_cancel(e.cast(), p(1)) as i64 }, args: &[1] },
+        Case { slot: "setopt", call: |e| unsafe { fi_setopt(e.cast(), 1, 2, p(3), 4) as i64 }, args: &[1, 2, 3, 4] },
+        Case { slot: "getopt", call: |e| unsafe { fi_getopt(e.cast(), 1, 2, p(3), p(4)) as i64 }, args: &[1, 2, 3, 4] },
+        Case { slot: "tx_ctx", call: |e| unsafe { fi_tx_context(e, 1, p(2), p(3), p(4)) as i64 }, args: &[1, 2, 3, 4] },
+        Case { slot: "rx_ctx", call: |e| unsafe { fi_rx_context(e, 1, p(2), p(3), p(4)) as i64 }, args: &[1, 2, 3, 4] },
+        Case { slot: "rx_size_left", call: |e| unsafe { fi_rx_size_left(e) as i64 }, args: &[] },
+        Case { slot: "tx_size_left", call: |e| unsafe { fi_tx_size_left(e) as i64 }, args: &[] },
+        Case { slot: "export_xpu", call: |e| unsafe { fi_ep_export_xpu(e, 1, p(2)) as i64 }, args: &[1, 2] },
+        Case { slot: "recv", call: |e| unsafe { fi_recv(e, p(1), 2, p(3), 4, p(5)) as i64 }, args: &[1, 2, 3, 4, 5] },
+        Case { slot: "recvv", call: |e| unsafe { fi_recvv(e, p(1), p(2), 3, 4, p(5)) as i64 }, args: &[1, 2, 3, 4, 5] },
+        Case { slot: "recvmsg", call: |e| unsafe { fi_recvmsg(e, p(1), 2) as i64 }, args: &[1, 2] },
+        Case { slot: "send", call: |e| unsafe { fi_send(e, p(1), 2, p(3), 4, p(5)) as i64 }, args: &[1, 2, 3, 4, 5] },
+        Case { slot: "sendv", call: |e| unsafe { fi_sendv(e, p(1), p(2), 3, 4, p(5)) as i64 }, args: &[1, 2, 3, 4, 5] },
+        Case { slot: "sendmsg", call: |e| unsafe { fi_sendmsg(e, p(1), 2) as i64 }, args: &[1, 2] },
+        Case { slot: "inject", call: |e| unsafe { fi_inject(e, p(1), 2, 3) as i64 }, args: &[1, 2, 3] },
+        Case { slot: "senddata", call: |e| unsafe { fi_senddata(e, p(1), 2, p(3), 4, 5, p(6)) as i64 }, args: &[1, 2, 3, 4, 5, 6] },
+        Case { slot: "injectdata", call: |e| unsafe { fi_injectdata(e, p(1), 2, 3, 4) as i64 }, args: &[1, 2, 3, 4] },
     ];
 
     fn all_fail(o: &mut Objects, code: i32) {

@@ -30,13 +30,16 @@ pub unsafe extern "C" fn fi_export_fid(
     expfid: *mut *mut fid,
     context: *mut c_void,
 ) -> c_int {
-    let mut exp = fi_fid_export {
-        fid: expfid,
-        flags,
-        context,
-    };
-    // SAFETY: same contract as ours; `exp` outlives the call.
-    unsafe { fi_control(fid, FI_EXPORT_FID, ptr::addr_of_mut!(exp).cast::<c_void>()) }
+    guard("fi_export_fid", || {
+        let mut exp = fi_fid_export {
+            fid: expfid,
+            flags,
+            context,
+        };
+        let arg = ptr::addr_of_mut!(exp).cast::<c_void>();
+        // SAFETY: same contract as ours; `exp` outlives the call.
+        Ok(unsafe { fi_control(fid, FI_EXPORT_FID, arg) })
+    })
 }
 
 /// Imports the application object `expfid` (a memory monitor, a logger)
@@ -78,17 +81,19 @@ pub unsafe extern "C" fn fi_import(
     fid: *mut fid,
     context: *mut c_void,
 ) -> c_int {
-    let mut open_fid: *mut fid = ptr::null_mut();
-    // SAFETY: the arguments are passed on under the same contract.
-    let ret = unsafe { fi_open(version, name, attr, attr_len, flags, &mut open_fid, context) };
-    if ret != 0 {
-        return ret;
-    }
-    // SAFETY: fi_open succeeded, so open_fid is a live object.
-    let ret = unsafe { fi_import_fid(open_fid, fid, flags) };
-    // SAFETY: as above; the close result does not change the outcome.
-    unsafe { fi_close(open_fid) };
-    ret
+    guard("fi_import", || {
+        let mut open_fid: *mut fid = ptr::null_mut();
+        // SAFETY: the arguments are passed on under the same contract.
+        let ret = unsafe { fi_open(version, name, attr, attr_len, flags, &mut open_fid, context) };
+        if ret != 0 {
+            return Ok(ret);
+        }
+        // SAFETY: fi_open succeeded, so open_fid is a live object.
+        let ret = unsafe { fi_import_fid(open_fid, fid, flags) };
+        // SAFETY: as above; the close result does not change the outcome.
+        unsafe { fi_close(open_fid) };
+        Ok(ret)
+    })
 }
 
 /// Lends the application's logging callbacks in `log_fid->ops` to the
@@ -107,31 +112,25 @@ pub unsafe extern "C" fn fi_import_log(
     flags: u64,
     log_fid: *mut fid_logging,
 ) -> c_int {
-    let prepared = guard("fi_import_log", || {
+    guard("fi_import_log", || {
         nonnull(log_fid, "fi_import_log", "log_fid")?;
-        // SAFETY: log_fid is non-NULL and writable by contract.
+        // SAFETY: log_fid is non-NULL and writable by contract, and so is its
+        // `ops` once checked; the import then follows fi_import's contract.
         unsafe {
             nonnull((*log_fid).ops, "fi_import_log", "log_fid->ops")?;
             (*log_fid).fid.fclass = FI_CLASS_LOG as size_t;
             (*(*log_fid).ops).size = size_of::<fi_ops_log>();
+            Ok(fi_import(
+                version,
+                c"logging".as_ptr(),
+                ptr::null_mut(),
+                0,
+                flags,
+                ptr::addr_of_mut!((*log_fid).fid),
+                log_fid.cast::<c_void>(),
+            ))
         }
-        Ok(0)
-    });
-    if prepared != 0 {
-        return prepared;
-    }
-    // SAFETY: log_fid is valid (checked above); the rest follows fi_import.
-    unsafe {
-        fi_import(
-            version,
-            c"logging".as_ptr(),
-            ptr::null_mut(),
-            0,
-            flags,
-            ptr::addr_of_mut!((*log_fid).fid),
-            log_fid.cast::<c_void>(),
-        )
-    }
+    })
 }
 
 #[cfg(test)]
@@ -161,17 +160,10 @@ mod tests {
         fake::RET
     }
 
+    #[rustfmt::skip]
     const CASES: &[Case<fid>] = &[
-        Case {
-            slot: "control",
-            call: |f| unsafe { fi_export_fid(f, 1, p(2), p(3)) as i64 },
-            args: &[FI_EXPORT_FID as u64, 2, 1, 3],
-        },
-        Case {
-            slot: "bind",
-            call: |f| unsafe { fi_import_fid(f, p(1), 2) as i64 },
-            args: &[1, 2],
-        },
+        Case { slot: "control", call: |f| unsafe { fi_export_fid(f, 1, p(2), p(3)) as i64 }, args: &[FI_EXPORT_FID as u64, 2, 1, 3] },
+        Case { slot: "bind", call: |f| unsafe { fi_import_fid(f, p(1), 2) as i64 }, args: &[1, 2] },
     ];
 
     fn ops(size: usize, slots: bool) -> fi_ops {

@@ -275,52 +275,17 @@ mod tests {
         }
     }
 
+    #[rustfmt::skip]
     const CASES: &[Case<fid_ep>] = &[
-        Case {
-            slot: "read",
-            call: |e| unsafe { fi_read(e, p(1), 2, p(3), 4, 5, 6, p(7)) as i64 },
-            args: &[1, 2, 3, 4, 5, 6, 7],
-        },
-        Case {
-            slot: "readv",
-            call: |e| unsafe { fi_readv(e, p(1), p(2), 3, 4, 5, 6, p(7)) as i64 },
-            args: &[1, 2, 3, 4, 5, 6, 7],
-        },
-        Case {
-            slot: "readmsg",
-            call: |e| unsafe { fi_readmsg(e, p(1), 2) as i64 },
-            args: &[1, 2],
-        },
-        Case {
-            slot: "write",
-            call: |e| unsafe { fi_write(e, p(1), 2, p(3), 4, 5, 6, p(7)) as i64 },
-            args: &[1, 2, 3, 4, 5, 6, 7],
-        },
-        Case {
-            slot: "writev",
-            call: |e| unsafe { fi_writev(e, p(1), p(2), 3, 4, 5, 6, p(7)) as i64 },
-            args: &[1, 2, 3, 4, 5, 6, 7],
-        },
-        Case {
-            slot: "writemsg",
-            call: |e| unsafe { fi_writemsg(e, p(1), 2) as i64 },
-            args: &[1, 2],
-        },
-        Case {
-            slot: "inject",
-            call: |e| unsafe { fi_inject_write(e, p(1), 2, 3, 4, 5) as i64 },
-            args: &[1, 2, 3, 4, 5],
-        },
-        Case {
-            slot: "writedata",
-            call: |e| unsafe { fi_writedata(e, p(1), 2, p(3), 4, 5, 6, 7, p(8)) as i64 },
-            args: &[1, 2, 3, 4, 5, 6, 7, 8],
-        },
-        Case {
-            slot: "injectdata",
-            call: |e| unsafe { fi_inject_writedata(e, p(1), 2, 3, 4, 5, 6) as i64 },
-            args: &[1, 2, 3, 4, 5, 6],
-        },
+        Case { slot: "read", call: |e| unsafe { fi_read(e, p(1), 2, p(3), 4, 5, 6, p(7)) as i64 }, args: &[1, 2, 3, 4, 5, 6, 7] },
+        Case { slot: "readv", call: |e| unsafe { fi_readv(e, p(1), p(2), 3, 4, 5, 6, p(7)) as i64 }, args: &[1, 2, 3, 4, 5, 6, 7] },
+        Case { slot: "readmsg", call: |e| unsafe { fi_readmsg(e, p(1), 2) as i64 }, args: &[1, 2] },
+        Case { slot: "write", call: |e| unsafe { fi_write(e, p(1), 2, p(3), 4, 5, 6, p(7)) as i64 }, args: &[1, 2, 3, 4, 5, 6, 7] },
+        Case { slot: "writev", call: |e| unsafe { fi_writev(e, p(1), p(2), 3, 4, 5, 6, p(7)) as i64 }, args: &[1, 2, 3, 4, 5, 6, 7] },
+        Case { slot: "writemsg", call: |e| unsafe { fi_writemsg(e, p(1), 2) as i64 }, args: &[1, 2] },
+        Case { slot: "inject", call: |e| unsafe { fi_inject_write(e, p(1), 2, 3, 4, 5) as i64 }, args: &[1, 2, 3, 4, 5] },
+        Case { slot: "writedata", call: |e| unsafe { fi_writedata(e, p(1), 2, p(3), 4, 5, 6, 7, p(8)) as i64 }, args: &[1, 2, 3, 4, 5, 6, 7, 8] },
+        Case { slot: "injectdata", call: |e| unsafe { fi_inject_writedata(e, p(1), 2, 3, 4, 5, 6) as i64 }, args: &[1, 2, 3, 4, 5, 6] },
     ];
 
     fn with_rma(rma: *mut fi_ops_rma, check: impl Fn(*mut fid_ep)) {

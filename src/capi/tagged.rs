@@ -269,52 +269,17 @@ mod tests {
         }
     }
 
+    #[rustfmt::skip]
     const CASES: &[Case<fid_ep>] = &[
-        Case {
-            slot: "recv",
-            call: |e| unsafe { fi_trecv(e, p(1), 2, p(3), 4, 5, 6, p(7)) as i64 },
-            args: &[1, 2, 3, 4, 5, 6, 7],
-        },
-        Case {
-            slot: "recvv",
-            call: |e| unsafe { fi_trecvv(e, p(1), p(2), 3, 4, 5, 6, p(7)) as i64 },
-            args: &[1, 2, 3, 4, 5, 6, 7],
-        },
-        Case {
-            slot: "recvmsg",
-            call: |e| unsafe { fi_trecvmsg(e, p(1), 2) as i64 },
-            args: &[1, 2],
-        },
-        Case {
-            slot: "send",
-            call: |e| unsafe { fi_tsend(e, p(1), 2, p(3), 4, 5, p(6)) as i64 },
-            args: &[1, 2, 3, 4, 5, 6],
-        },
-        Case {
-            slot: "sendv",
-            call: |e| unsafe { fi_tsendv(e, p(1), p(2), 3, 4, 5, p(6)) as i64 },
-            args: &[1, 2, 3, 4, 5, 6],
-        },
-        Case {
-            slot: "sendmsg",
-            call: |e| unsafe { fi_tsendmsg(e, p(1), 2) as i64 },
-            args: &[1, 2],
-        },
-        Case {
-            slot: "inject",
-            call: |e| unsafe { fi_tinject(e, p(1), 2, 3, 4) as i64 },
-            args: &[1, 2, 3, 4],
-        },
-        Case {
-            slot: "senddata",
-            call: |e| unsafe { fi_tsenddata(e, p(1), 2, p(3), 4, 5, 6, p(7)) as i64 },
-            args: &[1, 2, 3, 4, 5, 6, 7],
-        },
-        Case {
-            slot: "injectdata",
-            call: |e| unsafe { fi_tinjectdata(e, p(1), 2, 3, 4, 5) as i64 },
-            args: &[1, 2, 3, 4, 5],
-        },
+        Case { slot: "recv", call: |e| unsafe { fi_trecv(e, p(1), 2, p(3), 4, 5, 6, p(7)) as i64 }, args: &[1, 2, 3, 4, 5, 6, 7] },
+        Case { slot: "recvv", call: |e| unsafe { fi_trecvv(e, p(1), p(2), 3, 4, 5, 6, p(7)) as i64 }, args: &[1, 2, 3, 4, 5, 6, 7] },
+        Case { slot: "recvmsg", call: |e| unsafe { fi_trecvmsg(e, p(1), 2) as i64 }, args: &[1, 2] },
+        Case { slot: "send", call: |e| unsafe { fi_tsend(e, p(1), 2, p(3), 4, 5, p(6)) as i64 }, args: &[1, 2, 3, 4, 5, 6] },
+        Case { slot: "sendv", call: |e| unsafe { fi_tsendv(e, p(1), p(2), 3, 4, 5, p(6)) as i64 }, args: &[1, 2, 3, 4, 5, 6] },
+        Case { slot: "sendmsg", call: |e| unsafe { fi_tsendmsg(e, p(1), 2) as i64 }, args: &[1, 2] },
+        Case { slot: "inject", call: |e| unsafe { fi_tinject(e, p(1), 2, 3, 4) as i64 }, args: &[1, 2, 3, 4] },
+        Case { slot: "senddata", call: |e| unsafe { fi_tsenddata(e, p(1), 2, p(3), 4, 5, 6, p(7)) as i64 }, args: &[1, 2, 3, 4, 5, 6, 7] },
+        Case { slot: "injectdata", call: |e| unsafe { fi_tinjectdata(e, p(1), 2, 3, 4, 5) as i64 }, args: &[1, 2, 3, 4, 5] },
     ];
 
     fn with_tagged(tagged: *mut fi_ops_tagged, check: impl Fn(*mut fid_ep)) {
