@@ -839,3 +839,127 @@ pub unsafe extern "C" fn fi_open(
 pub extern "C" fn fi_version() -> u32 {
     pinfo::API_VERSION
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::CString;
+
+    #[test]
+    fn compat_layouts_match_the_old_abis() {
+        // Sizes of libfabric 1.0's structures (LP64), as its headers had them.
+        assert_eq!(Layout::V1_0.info, 112);
+        assert_eq!(Layout::V1_0.tx, 72);
+        assert_eq!(Layout::V1_0.rx, 64);
+        assert_eq!(Layout::V1_0.ep, 80);
+        assert_eq!(Layout::V1_0.domain, 120);
+        assert_eq!(Layout::V1_0.fabric, 28);
+        assert_eq!(Layout::V1_1.domain, 184);
+        assert_eq!(Layout::V1_2.info, 120);
+        assert_eq!(Layout::V1_3.tx, size_of::<fi_tx_attr>());
+        assert!(Layout::V1_7.domain < Layout::V1_8.domain);
+        assert!(Layout::V1_8.domain < Layout::CURRENT.domain);
+    }
+
+    unsafe fn set_str(slot: *mut *mut c_char, s: &str) {
+        let c = CString::new(s).unwrap();
+        unsafe { *slot = libc::strdup(c.as_ptr()) };
+    }
+
+    #[test]
+    fn dupinfo_is_deep_and_freeinfo_releases_it() {
+        unsafe {
+            let a = alloc_info().unwrap();
+            set_str(&mut (*(*a).fabric_attr).prov_name, "oxshm");
+            set_str(&mut (*(*a).domain_attr).name, "dom");
+            (*(*a).domain_attr).mr_mode = FI_MR_LOCAL;
+            let b = dup_info(a, &Layout::CURRENT).unwrap();
+            assert_ne!((*b).fabric_attr, (*a).fabric_attr);
+            assert_ne!((*(*b).fabric_attr).prov_name, (*(*a).fabric_attr).prov_name);
+            assert_eq!(
+                cstr((*(*b).fabric_attr).prov_name).as_deref(),
+                Some("oxshm")
+            );
+            assert_eq!(cstr((*(*b).domain_attr).name).as_deref(), Some("dom"));
+            assert_eq!((*(*b).domain_attr).mr_mode, FI_MR_LOCAL);
+            *(*(*b).domain_attr).name = b'X' as c_char;
+            assert_eq!(cstr((*(*a).domain_attr).name).as_deref(), Some("dom"));
+            free_info(a, &Layout::CURRENT);
+            free_info(b, &Layout::CURRENT);
+        }
+    }
+
+    #[test]
+    fn short_hints_are_read_only_within_their_layout() {
+        unsafe {
+            let a = alloc_info().unwrap();
+            (*(*a).domain_attr).max_ep_auth_key = 99;
+            (*(*a).domain_attr).tclass = 7;
+            let old = info_from_c(a, &Layout::V1_2);
+            let d = old.domain.unwrap();
+            assert_eq!((d.max_ep_auth_key, d.tclass), (0, 0));
+            let new = info_from_c(a, &Layout::CURRENT);
+            let d = new.domain.unwrap();
+            assert_eq!((d.max_ep_auth_key, d.tclass), (99, 7));
+            free_info(a, &Layout::CURRENT);
+        }
+    }
+
+    #[test]
+    fn getinfo_matches_and_rejects() {
+        unsafe {
+            let mut out: *mut fi_info = null_mut();
+            let v = pinfo::API_VERSION;
+            assert_eq!(
+                getinfo_impl(
+                    v,
+                    null_mut(),
+                    null_mut(),
+                    0,
+                    null_mut(),
+                    &mut out,
+                    &Layout::CURRENT
+                ),
+                Ok(0)
+            );
+            assert!(!out.is_null());
+            assert_eq!(
+                cstr((*(*out).fabric_attr).prov_name).as_deref(),
+                Some("oxshm")
+            );
+            free_info(out, &Layout::CURRENT);
+
+            let h = alloc_info().unwrap();
+            (*(*h).ep_attr).r#type = fi_ep_type::FI_EP_MSG as u32;
+            out = null_mut();
+            let r = getinfo_impl(v, null_mut(), null_mut(), 0, h, &mut out, &Layout::CURRENT);
+            assert_eq!(r, Err(Error::NODATA));
+            assert!(out.is_null());
+            (*(*h).ep_attr).r#type = 77;
+            let r = getinfo_impl(v, null_mut(), null_mut(), 0, h, &mut out, &Layout::CURRENT);
+            assert_eq!(r, Err(Error::INVAL));
+            free_info(h, &Layout::CURRENT);
+
+            let r = getinfo_impl(
+                pinfo::version(2, 8),
+                null_mut(),
+                null_mut(),
+                0,
+                null_mut(),
+                &mut out,
+                &Layout::CURRENT,
+            );
+            assert_eq!(r, Err(Error::NOSYS));
+            let r = getinfo_impl(
+                v,
+                null_mut(),
+                null_mut(),
+                0,
+                null_mut(),
+                null_mut(),
+                &Layout::CURRENT,
+            );
+            assert_eq!(r, Err(Error::INVAL));
+        }
+    }
+}
