@@ -90,7 +90,8 @@ test-rust:
 	$(CARGO) test --workspace
 
 test-layout: deps
-	$(CARGO) test -p oxfabric-layout -- --nocapture
+	OXFABRIC_LAYOUT_2_1=$(abspath $(UPSTREAM))/2.1/include OXFABRIC_LAYOUT_1_17=/usr/include \
+		$(CARGO) test -p oxfabric-layout -- --nocapture
 
 test-c: deps lib
 	bash capi-tests/run.sh
