@@ -84,7 +84,7 @@ test: deps headers-check lint test-rust test-layout test-c test-exports test-ups
 
 lint:
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --all-targets -- -D warnings
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 test-rust:
 	$(CARGO) test --workspace
