@@ -14,3 +14,4 @@ pub mod prov;
 #[macro_use]
 pub mod log;
 pub mod param;
+pub mod tostr;

@@ -1224,6 +1224,37 @@ int fi_open(uint32_t version,
  */
 uint32_t fi_version(void);
 
+/**
+ * Returns printable text for `data`, which points to a value of the type
+ * `datatype` names: a `struct fi_info` (FI_TYPE_INFO), an attribute
+ * struct, a `uint64_t` flag word (FI_TYPE_CAPS, FI_TYPE_OP_FLAGS,
+ * FI_TYPE_MSG_ORDER, FI_TYPE_MODE, FI_TYPE_CQ_EVENT_FLAGS), a `uint32_t`
+ * (FI_TYPE_ADDR_FORMAT, FI_TYPE_PROTOCOL) or an `int`-sized enum or
+ * `mr_mode`. FI_TYPE_VERSION ignores the value and prints the library's
+ * version. An unknown `datatype` gives "Unknown type".
+ *
+ * The text is in a buffer of 8192 bytes owned by the library, one per
+ * thread, overwritten by the next call on the same thread; longer text is
+ * cut. Returns NULL if `data` is NULL.
+ *
+ * # Safety
+ * `data` must be NULL or point to a readable value of the named type;
+ * pointers inside a struct must be NULL or valid as for libfabric.
+ */
+char *fi_tostr(const void *data, enum fi_type datatype);
+
+/**
+ * As `fi_tostr`, into the caller's buffer `buf` of `len` bytes. The text
+ * is always NUL-terminated and cut to fit (as upstream: at most `len - 2`
+ * characters of the text outside addresses). Returns `buf`, or NULL
+ * (leaving `buf` untouched) if `buf` or `data` is NULL or `len` is 0.
+ *
+ * # Safety
+ * `buf` must be NULL or writable for `len` bytes; `data` as for
+ * `fi_tostr`.
+ */
+char *fi_tostr_r(char *buf, size_t len, const void *data, enum fi_type datatype);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

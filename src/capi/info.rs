@@ -857,8 +857,14 @@ mod tests {
         assert_eq!(Layout::V1_1.domain, 184);
         assert_eq!(Layout::V1_2.info, 120);
         assert_eq!(Layout::V1_3.tx, size_of::<fi_tx_attr>());
-        assert_eq!(Layout::V1_7.domain, offset_of!(fi_domain_attr, max_group_id));
-        assert_eq!(Layout::V1_8.domain, offset_of!(fi_domain_attr, max_xpu_ctx_cnt));
+        assert_eq!(
+            Layout::V1_7.domain,
+            offset_of!(fi_domain_attr, max_group_id)
+        );
+        assert_eq!(
+            Layout::V1_8.domain,
+            offset_of!(fi_domain_attr, max_xpu_ctx_cnt)
+        );
     }
 
     unsafe fn set_str(slot: *mut *mut c_char, s: &str) {

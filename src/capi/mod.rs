@@ -133,6 +133,7 @@ pub mod log;
 pub mod param;
 pub mod rma;
 pub mod tagged;
+pub mod tostr;
 pub mod trigger;
 pub mod xpu;
 

@@ -5,7 +5,9 @@
 pub mod domain;
 pub mod eq;
 pub mod fabric;
+pub mod hmem;
 pub mod info;
+pub mod mem;
 pub mod mr;
 pub mod object;
 
