@@ -48,16 +48,15 @@ headers-check: headers
 	fi
 	@echo "headers-check: include/rdma matches src/abi"
 
-$(BUILD)/libfabric.pc: pkgconfig/libfabric.pc.in Cargo.toml
-	@mkdir -p $(BUILD)
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
-
-install: lib $(BUILD)/libfabric.pc
+# The .pc file is written at install time: it names PREFIX, which differs
+# from one install to the next.
+install: lib
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/rdma
 	install -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/libfabric.so.1
 	ln -sf libfabric.so.1 $(DESTDIR)$(PREFIX)/lib/libfabric.so
 	install -m 0644 include/rdma/*.h $(DESTDIR)$(PREFIX)/include/rdma/
-	install -m 0644 $(BUILD)/libfabric.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/libfabric.pc
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' pkgconfig/libfabric.pc.in \
+		> $(DESTDIR)$(PREFIX)/lib/pkgconfig/libfabric.pc
 
 # ------------------------------------------------------------------ run ----
 
@@ -74,8 +73,9 @@ run: $(BUILD)/demo
 deps: $(UPSTREAM)/.done
 
 $(UPSTREAM)/.done:
-	@command -v pkg-config >/dev/null || { apt-get update -qq && \
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pkg-config >/dev/null; }
+	@missing=""; for p in pkg-config valgrind; do command -v $$p >/dev/null || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; fi
 	bash ../shared/tools/upstream-libfabric.sh $(UPSTREAM) | tail -2
 	@touch $@
 
@@ -94,7 +94,7 @@ test-layout: deps
 		$(CARGO) test -p oxfabric-layout -- --nocapture
 
 test-c: deps lib
-	bash capi-tests/run.sh
+	BUILD=$(BUILD) bash capi-tests/run.sh
 
 test-exports: lib
 	bash capi-tests/exports.sh $(LIB)

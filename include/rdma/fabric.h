@@ -1146,6 +1146,16 @@ int fi_open_ops(struct fid *fid, const char *name, uint64_t flags, void **ops, v
 int fi_set_ops(struct fid *fid, const char *name, uint64_t flags, void *ops, void *context);
 
 /**
+ * The traffic class that carries DSCP value `dscp` (FI_TC_DSCP set).
+ */
+uint32_t fi_tc_dscp_set(uint8_t dscp);
+
+/**
+ * The DSCP value carried by traffic class `tclass`, or 0 if it carries none.
+ */
+uint8_t fi_tc_dscp_get(uint32_t tclass);
+
+/**
  * Returns the fi_info structures that describe the fabric services
  * available and matching `hints` (NULL: everything), as a list the caller
  * releases with fi_freeinfo.
@@ -1185,10 +1195,18 @@ void fi_freeinfo(struct fi_info *info);
 struct fi_info *fi_dupinfo(const struct fi_info *info);
 
 /**
+ * A new fi_info whose attribute structures are allocated and zeroed, to
+ * fill in as hints; release it with fi_freeinfo. NULL when out of memory.
+ * (Upstream's headers make this an inline call of `fi_dupinfo(NULL)`.)
+ */
+struct fi_info *fi_allocinfo(void);
+
+/**
  * Opens the fabric that `attr` names (`prov_name`, else `name`).
  *
- * Returns 0, -FI_EINVAL for NULL arguments, -FI_ENODATA when no provider
- * serves that fabric, or the provider's error.
+ * Returns 0, -FI_EINVAL for NULL arguments, -FI_ENODEV when no provider
+ * has that name, -FI_ENODATA when the provider has no such fabric, or the
+ * provider's error.
  *
  * # Safety
  * `attr` is NULL or a valid fi_fabric_attr; `fabric` is NULL or writable.
@@ -1259,11 +1277,6 @@ char *fi_tostr_r(char *buf, size_t len, const void *data, enum fi_type datatype)
 }  // extern "C"
 #endif  // __cplusplus
 
-/* cbindgen may place this text after FABRIC_H's closing #endif; guard it
- * on its own so a second #include stays harmless. */
-#ifndef OXFABRIC_FABRIC_H_END
-#define OXFABRIC_FABRIC_H_END
-
 /* Second name of FI_BUS_UNSPEC in enum fi_bus_type. */
 #define FI_BUS_UNKNOWN FI_BUS_UNSPEC
 
@@ -1273,37 +1286,14 @@ char *fi_tostr_r(char *buf, size_t len, const void *data, enum fi_type datatype)
 #define FI_RESTRICTED_COMP 0ULL
 #define FI_EP_SOCK_STREAM FI_EP_UNSPEC
 
-/* Traffic class carrying a DSCP value. */
-static inline uint32_t fi_tc_dscp_set(uint8_t dscp)
-{
-	return ((uint32_t) dscp) | FI_TC_DSCP;
-}
-
-/* The DSCP value of a traffic class, or 0 if it carries none. */
-static inline uint8_t fi_tc_dscp_get(uint32_t tclass)
-{
-	return (tclass & FI_TC_DSCP) ? (uint8_t) tclass : 0;
-}
-
 #ifdef __cplusplus
 extern "C" {
 #endif
 /* Exported from Rust sources that build.rs does not map to this header. */
 int fi_getparams(struct fi_param **params, int *count);
 void fi_freeparams(struct fi_param *params);
-/* Also declared above; repeated so fi_allocinfo() never depends on it. */
-struct fi_info *fi_dupinfo(const struct fi_info *info);
 #ifdef __cplusplus
 }
 #endif
-
-/* A zeroed fi_info with all its attribute structs allocated; release it
- * with fi_freeinfo(). NULL when out of memory. */
-static inline struct fi_info *fi_allocinfo(void)
-{
-	return fi_dupinfo(NULL);
-}
-
-#endif /* OXFABRIC_FABRIC_H_END */
 
 #endif  /* FABRIC_H */

@@ -11,13 +11,6 @@
 #define FI_MPI_IGNORE_TAG	((uint64_t) UINT32_MAX)
 #define FI_MPI_IGNORE_PAYLOAD	(((uint64_t) UINT8_MAX) << 32)
 
-/* Builds an MPI-style tag from an MPI tag and a payload id. */
-static inline uint64_t
-fi_tag_mpi(int tag, uint8_t payload_id)
-{
-	return ((uint64_t) payload_id << 32) | (uint64_t) (uint32_t) tag;
-}
-
 /**
  * A tagged message for `fi_tsendmsg`/`fi_trecvmsg`: as `fi_msg`, plus the
  * `tag` and (for receives) the `ignore` mask of tag bits that need not match.
@@ -209,6 +202,12 @@ ssize_t fi_tinjectdata(struct fid_ep *ep,
                        uint64_t data,
                        fi_addr_t dest_addr,
                        uint64_t tag);
+
+/**
+ * An MPI-style tag: `payload_id` in bits 32..40, the MPI `tag` in the low
+ * 32 bits (see FI_MPI_IGNORE_TAG and FI_MPI_IGNORE_PAYLOAD).
+ */
+uint64_t fi_tag_mpi(int tag, uint8_t payload_id);
 
 #ifdef __cplusplus
 }  // extern "C"

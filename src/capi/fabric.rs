@@ -391,3 +391,34 @@ mod tests {
         }
     }
 }
+
+/// The traffic class that carries DSCP value `dscp` (FI_TC_DSCP set).
+#[unsafe(no_mangle)]
+pub extern "C" fn fi_tc_dscp_set(dscp: u8) -> u32 {
+    dscp as u32 | crate::abi::fabric::FI_TC_DSCP as u32
+}
+
+/// The DSCP value carried by traffic class `tclass`, or 0 if it carries none.
+#[unsafe(no_mangle)]
+pub extern "C" fn fi_tc_dscp_get(tclass: u32) -> u8 {
+    if tclass & crate::abi::fabric::FI_TC_DSCP as u32 != 0 {
+        tclass as u8
+    } else {
+        0
+    }
+}
+
+#[cfg(test)]
+mod dscp_tests {
+    use super::*;
+
+    #[test]
+    fn dscp_round_trip() {
+        assert_eq!(fi_tc_dscp_get(fi_tc_dscp_set(46)), 46);
+        assert_eq!(fi_tc_dscp_set(0x2e), 0x12e);
+        assert_eq!(
+            fi_tc_dscp_get(crate::abi::fabric::FI_TC_BULK_DATA as u32),
+            0
+        );
+    }
+}

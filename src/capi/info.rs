@@ -724,10 +724,19 @@ pub unsafe fn dupinfo_impl(info: *const fi_info, lay: &Layout) -> Result<*mut fi
     }
 }
 
+/// A new fi_info whose attribute structures are allocated and zeroed, to
+/// fill in as hints; release it with fi_freeinfo. NULL when out of memory.
+/// (Upstream's headers make this an inline call of `fi_dupinfo(NULL)`.)
+#[unsafe(no_mangle)]
+pub extern "C" fn fi_allocinfo() -> *mut fi_info {
+    guard_or("fi_allocinfo", null_mut(), alloc_info)
+}
+
 /// Opens the fabric that `attr` names (`prov_name`, else `name`).
 ///
-/// Returns 0, -FI_EINVAL for NULL arguments, -FI_ENODATA when no provider
-/// serves that fabric, or the provider's error.
+/// Returns 0, -FI_EINVAL for NULL arguments, -FI_ENODEV when no provider
+/// has that name, -FI_ENODATA when the provider has no such fabric, or the
+/// provider's error.
 ///
 /// # Safety
 /// `attr` is NULL or a valid fi_fabric_attr; `fabric` is NULL or writable.
@@ -778,8 +787,8 @@ pub unsafe fn fabric_impl(
             Ok(0)
         }
         _ => {
-            crate::core_warn!(Fabric, "no provider serves fabric {name}");
-            Err(Error::NODATA)
+            crate::core_warn!(Fabric, "no provider named {prov_name}");
+            Err(Error::NODEV)
         }
     }
 }

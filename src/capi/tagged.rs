@@ -311,3 +311,21 @@ mod tests {
         fake::all_fail(ptr::null_mut(), CASES, Error::INVAL.code());
     }
 }
+
+/// An MPI-style tag: `payload_id` in bits 32..40, the MPI `tag` in the low
+/// 32 bits (see FI_MPI_IGNORE_TAG and FI_MPI_IGNORE_PAYLOAD).
+#[unsafe(no_mangle)]
+pub extern "C" fn fi_tag_mpi(tag: libc::c_int, payload_id: u8) -> u64 {
+    ((payload_id as u64) << 32) | (tag as u32 as u64)
+}
+
+#[cfg(test)]
+mod mpi_tag_tests {
+    use super::*;
+
+    #[test]
+    fn mpi_tags() {
+        assert_eq!(fi_tag_mpi(-1, 0), 0xffff_ffff);
+        assert_eq!(fi_tag_mpi(5, 3), (3 << 32) | 5);
+    }
+}

@@ -1,80 +1,782 @@
-//! MR keys of one domain: provider-chosen keys that cannot be predicted from
-//! earlier ones, and application-requested keys checked for collisions.
+//! The regions of one domain: registration, close, enable and bindings,
+//! keys, statistics.
+//!
+//! `register` and `close` are O(1): a slot from a lock-free free list, a
+//! key from the slot (provider keys) or from the requested-key index, and a
+//! handful of atomic stores. Nothing here blocks a reader; see `verify.rs`
+//! for the read path and `slot.rs` for the protocol between the two.
 
+use super::index::Index;
+use super::iov::{IovPool, MAX_IOVS};
+use super::key::{splitmix, KeyCodec};
+use super::region::{Access, Bindings, Handle, RegFlags, RegionInfo, Request};
+use super::slot::*;
 use crate::error::{Error, Result};
-use std::collections::HashSet;
+use std::collections::HashMap;
+use std::hash::BuildHasher;
+use std::sync::atomic::{fence, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-/// The key value that means "no key" (`FI_KEY_NOTAVAIL`); never issued.
+/// The key value that means "no key" (`FI_KEY_NOTAVAIL`); never issued,
+/// never accepted as a requested key.
 pub const KEY_NOTAVAIL: u64 = u64::MAX;
 
-pub struct Registry {
-    keys: Mutex<HashSet<u64>>,
-    /// Secret mixed into provider keys.
-    secret: u64,
-    counter: Mutex<u64>,
-    /// Largest key an application may request (`mr_key_size` bytes).
-    max_key: u64,
+/// A `sub_mr_cnt` hint larger than this reserves only this much.
+const RESERVE_MAX: usize = 1 << 16;
+
+/// How a registry is set up; see [`Registry::with_config`].
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// `mr_key_size`: 1..=8 bytes.
+    pub key_size: usize,
+    /// Keys are chosen by the engine (`FI_MR_PROV_KEY`); otherwise every
+    /// registration brings its requested key.
+    pub prov_keys: bool,
+    /// Secret for key permutation, index hashing and auth digests; `None`
+    /// draws one from the standard library's per-process random state.
+    pub secret: Option<u64>,
+    /// Most live regions (at most what the key size allows).
+    pub max_regions: usize,
+    /// Most iovs per region (`mr_iov_limit`), at most [`MAX_IOVS`].
+    pub max_iovs: usize,
 }
 
-/// A bijection on u64 (the splitmix64 finaliser): distinct inputs give
-/// distinct keys, and consecutive inputs give unrelated ones.
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            key_size: 8,
+            prov_keys: true,
+            secret: None,
+            max_regions: usize::MAX,
+            max_iovs: MAX_IOVS,
+        }
+    }
+}
+
+/// Counters of one registry (relaxed: each is exact, together they are a
+/// near-simultaneous view).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub live_regions: usize,
+    pub live_bytes: u64,
+    pub registrations: u64,
+    pub closes: u64,
+    /// Registrations refused.
+    pub failures: u64,
+    /// Verifications refused.
+    pub denied: u64,
+    /// Raw keys mapped and not yet unmapped.
+    pub mapped_keys: usize,
+    /// Memory the engine holds for this registry (slots, iov pool, index).
+    pub engine_bytes: usize,
+}
+
+#[derive(Default)]
+#[repr(align(64))]
+struct Counters {
+    live: AtomicUsize,
+    live_bytes: AtomicU64,
+    registrations: AtomicU64,
+    closes: AtomicU64,
+    failures: AtomicU64,
+    denied: AtomicU64,
+}
+
+/// A consistent copy of a slot's words.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Snap {
+    pub seq: u64,
+    pub key: u64,
+    pub base: u64,
+    pub len: u64,
+    pub meta: u64,
+    pub links: u64,
+    pub context: u64,
+    pub auth: u64,
+}
+
+impl Snap {
+    #[inline]
+    pub(crate) fn load(s: &Slot, seq: u64) -> Snap {
+        Snap {
+            seq,
+            key: s.key.load(Ordering::Relaxed),
+            base: s.base.load(Ordering::Relaxed),
+            len: s.len.load(Ordering::Relaxed),
+            meta: s.meta.load(Ordering::Relaxed),
+            links: s.links.load(Ordering::Relaxed),
+            context: s.context.load(Ordering::Relaxed),
+            auth: s.auth.load(Ordering::Relaxed),
+        }
+    }
+
+    pub(crate) fn flags(&self) -> RegFlags {
+        meta_flags(self.meta)
+    }
+}
+
+/// The memory regions of one domain.
+pub struct Registry {
+    pub(crate) slots: Slots,
+    pub(crate) codec: KeyCodec,
+    /// Requested-key registries only.
+    pub(crate) index: Option<Index>,
+    pub(crate) pool: IovPool,
+    max_iovs: usize,
+    secret: u64,
+    counters: Counters,
+    pub(crate) mapped: Mutex<HashMap<u64, usize>>,
+    pub(crate) mapped_total: AtomicUsize,
+    legacy_ctr: AtomicU64,
+}
+
+/// The byte ranges `[start, end)` of a region in virtual memory.
+pub(crate) type Ranges = Vec<(u64, u64)>;
+
+/// Sorts and merges `[start, end)` ranges (overlapping or adjacent ones
+/// become one).
+pub(crate) fn merge(mut r: Ranges) -> Ranges {
+    r.sort_unstable();
+    let mut out: Ranges = Vec::with_capacity(r.len());
+    for (s, e) in r {
+        match out.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => out.push((s, e)),
+        }
+    }
+    out
+}
+
+/// Whether `[s, e)` lies inside one of the merged ranges `m`.
+pub(crate) fn covered(m: &[(u64, u64)], s: u64, e: u64) -> bool {
+    let i = m.partition_point(|r| r.0 <= s);
+    i > 0 && e <= m[i - 1].1
 }
 
 impl Registry {
+    /// A registry for keys of `key_size` bytes that honours requested keys
+    /// (the shape of the first engine's API; see [`Registry::insert_requested`]).
     pub fn new(key_size: usize, secret: u64) -> Registry {
-        let max_key = if key_size >= 8 {
-            u64::MAX - 1
-        } else {
-            (1u64 << (8 * key_size)) - 1
-        };
-        Registry {
-            keys: Mutex::new(HashSet::new()),
+        Registry::with_config(Config {
+            key_size: key_size.clamp(1, 8),
+            prov_keys: false,
+            secret: Some(secret),
+            ..Config::default()
+        })
+        .expect("a clamped key size is valid")
+    }
+
+    /// A registry; `Error::INVAL` for a key size outside 1..=8 or an iov
+    /// limit outside 1..=[`MAX_IOVS`].
+    pub fn with_config(cfg: Config) -> Result<Registry> {
+        if !(1..=8).contains(&cfg.key_size) || !(1..=MAX_IOVS).contains(&cfg.max_iovs) {
+            return Err(Error::INVAL);
+        }
+        let secret = cfg
+            .secret
+            .unwrap_or_else(|| std::collections::hash_map::RandomState::new().hash_one(0x5eed_u64));
+        let codec = KeyCodec::new(cfg.key_size, secret);
+        let limit = cfg.max_regions.min(1 << codec.slot_bits()).max(1);
+        Ok(Registry {
+            slots: Slots::new(limit),
+            index: (!cfg.prov_keys).then(|| Index::new(secret)),
+            codec,
+            pool: IovPool::new(),
+            max_iovs: cfg.max_iovs,
             secret,
-            counter: Mutex::new(0),
-            max_key,
-        }
+            counters: Counters::default(),
+            mapped: Mutex::new(HashMap::new()),
+            mapped_total: AtomicUsize::new(0),
+            legacy_ctr: AtomicU64::new(0),
+        })
     }
 
-    /// Reserves an application-requested key: -FI_ENOKEY if it is in use,
-    /// -FI_EKEYREJECTED if it is FI_KEY_NOTAVAIL or too large.
-    pub fn insert_requested(&self, key: u64) -> Result<()> {
-        if key == KEY_NOTAVAIL || key > self.max_key {
-            return Err(Error::KEYREJECTED);
-        }
-        let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
-        if !keys.insert(key) {
-            return Err(Error::NOKEY);
-        }
-        Ok(())
+    /// Whether keys are chosen by the engine.
+    pub fn prov_keys(&self) -> bool {
+        self.index.is_none()
     }
 
-    /// Issues a fresh provider key.
-    pub fn insert_provider(&self) -> u64 {
-        let mut keys = self.keys.lock().unwrap_or_else(|e| e.into_inner());
-        let mut ctr = self.counter.lock().unwrap_or_else(|e| e.into_inner());
+    /// Largest key value of this key size.
+    pub fn max_key(&self) -> u64 {
+        self.codec.max_key()
+    }
+
+    /// Generation bits carried by a provider key: a stale key can match a
+    /// region again only after its slot was reused 2^this times.
+    pub fn generation_bits(&self) -> u32 {
+        self.codec.gen_bits()
+    }
+
+    /// Most live regions.
+    pub fn capacity(&self) -> usize {
+        self.slots.limit()
+    }
+
+    pub fn max_iovs(&self) -> usize {
+        self.max_iovs
+    }
+
+    /// A 64-bit digest of an authorization key given as bytes, to pass as
+    /// [`Request::auth`] and to `verify`. Keyed with this registry's secret.
+    pub fn auth_digest(&self, bytes: &[u8]) -> u64 {
+        let mut st = self.secret ^ 0xa076_1d64_78bd_642f;
+        let mut h = splitmix(&mut st) ^ bytes.len() as u64;
+        for c in bytes.chunks(8) {
+            let mut w = [0u8; 8];
+            w[..c.len()].copy_from_slice(c);
+            st ^= u64::from_le_bytes(w) ^ h;
+            h = splitmix(&mut st);
+        }
+        h
+    }
+
+    #[inline]
+    pub(crate) fn slot(&self, i: u32) -> Option<&Slot> {
+        self.slots.get(i)
+    }
+
+    /// A validated snapshot of slot `i`, if it holds a live region.
+    pub(crate) fn snapshot(&self, i: u32) -> Option<Snap> {
+        let s = self.slot(i)?;
         loop {
-            *ctr = ctr.wrapping_add(1);
-            let k = mix(*ctr ^ self.secret);
-            if k != KEY_NOTAVAIL && keys.insert(k) {
-                return k;
+            let seq = s.seq.load(Ordering::Acquire);
+            if seq & READY == 0 {
+                return None;
+            }
+            let snap = Snap::load(s, seq);
+            fence(Ordering::Acquire);
+            if s.seq.load(Ordering::Relaxed) == seq {
+                return Some(snap);
             }
         }
     }
 
-    pub fn remove(&self, key: u64) {
-        self.keys
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&key);
+    /// Snapshot of the live region `h` names; `Error::INVAL` if it is gone.
+    fn live(&self, h: &Handle) -> Result<Snap> {
+        match self.snapshot(h.slot) {
+            Some(s) if gen_of(s.seq) == h.gen && s.key == h.key => Ok(s),
+            _ => Err(Error::INVAL),
+        }
     }
 
+    /// The handle of the live region with key `key`.
+    pub fn handle(&self, key: u64) -> Result<Handle> {
+        let slot = self.find(key).ok_or(Error::INVAL)?;
+        let s = self.snapshot(slot).ok_or(Error::INVAL)?;
+        if s.key != key {
+            return Err(Error::INVAL);
+        }
+        Ok(Handle {
+            slot,
+            gen: gen_of(s.seq),
+            key,
+        })
+    }
+
+    /// The slot a key may live in (not yet checked against the slot).
+    #[inline]
+    pub(crate) fn find(&self, key: u64) -> Option<u32> {
+        match &self.index {
+            None => self.codec.decode(key).map(|(s, _)| s),
+            Some(ix) => loop {
+                let (found, v) = ix.lookup(key);
+                if let Some(s) = found {
+                    return Some(s);
+                }
+                if ix.unchanged(v) {
+                    return None;
+                }
+            },
+        }
+    }
+
+    /// Registers a region. Errors: `INVAL` for a malformed request (no iovs
+    /// or more than `max_iovs`, a zero-length or wrapping iov, a bad page
+    /// size or iface, a dead parent, a sub-region outside its base or with
+    /// rights its base lacks); `KEYREJECTED` for a requested key that is
+    /// `FI_KEY_NOTAVAIL` or too large for the key size; `NOKEY` for a
+    /// requested key in use; `NOSPC` when every slot is taken.
+    pub fn register(&self, req: &Request) -> Result<Handle> {
+        let r = self.register_inner(req);
+        if r.is_err() {
+            self.counters.failures.fetch_add(1, Ordering::Relaxed);
+        }
+        r
+    }
+
+    fn register_inner(&self, req: &Request) -> Result<Handle> {
+        if req.iovs.is_empty() || req.iovs.len() > self.max_iovs {
+            return Err(Error::INVAL);
+        }
+        let mut total: u64 = 0;
+        for &(base, len) in req.iovs {
+            if len == 0 || base.checked_add(len).is_none() {
+                return Err(Error::INVAL);
+            }
+            total = total.checked_add(len).ok_or(Error::INVAL)?;
+        }
+        if req.iface > 0xf || (req.page_size != 0 && !req.page_size.is_power_of_two()) {
+            return Err(Error::INVAL);
+        }
+        if self.index.is_some()
+            && (req.requested_key == KEY_NOTAVAIL || req.requested_key > self.max_key())
+        {
+            return Err(Error::KEYREJECTED);
+        }
+        let virt = req.flags.contains(RegFlags::VIRT_ADDR);
+        // What the slot and the pool will hold (see verify.rs).
+        let (base, len, pairs): (u64, u64, Ranges) = if virt {
+            let m = merge(req.iovs.iter().map(|&(b, l)| (b, b + l)).collect());
+            let bytes = m.iter().map(|r| r.1 - r.0).sum();
+            (m[0].0, bytes, if m.len() > 1 { m } else { Vec::new() })
+        } else if req.iovs.len() > 1 {
+            let mut end = 0;
+            let p = req
+                .iovs
+                .iter()
+                .map(|&(b, l)| {
+                    end += l;
+                    (b, end)
+                })
+                .collect();
+            (req.iovs[0].0, total, p)
+        } else {
+            (req.iovs[0].0, total, Vec::new())
+        };
+        let mut meta = meta_word(
+            req.access,
+            req.flags,
+            req.iface,
+            (req.page_size != 0).then(|| req.page_size.trailing_zeros()),
+            req.auth.is_some(),
+        );
+        let parent = match req.parent {
+            Some(p) => {
+                let pmeta = self.adopt(&p, req)?;
+                meta = (meta & !META_INHERIT) | (pmeta & META_INHERIT);
+                Some(p.slot)
+            }
+            None => None,
+        };
+        let r = self.place(req, parent, base, len, meta, &pairs);
+        if r.is_err() {
+            if let Some(p) = parent.and_then(|p| self.slot(p)) {
+                p.meta.fetch_sub(CHILD_ONE, Ordering::AcqRel);
+            }
+        }
+        if r.is_ok() && req.sub_mr_cnt > 0 {
+            self.reserve(req.sub_mr_cnt);
+        }
+        r
+    }
+
+    /// Checks a sub-region against its base and counts it as the base's
+    /// child. Returns the base's meta word.
+    fn adopt(&self, p: &Handle, req: &Request) -> Result<u64> {
+        let (snap, ranges) = self.ranges(p.slot).ok_or(Error::INVAL)?;
+        if gen_of(snap.seq) != p.gen || snap.key != p.key {
+            return Err(Error::INVAL);
+        }
+        if !meta_access(snap.meta).contains(req.access) {
+            return Err(Error::INVAL);
+        }
+        let m = merge(ranges);
+        if !req.iovs.iter().all(|&(b, l)| covered(&m, b, b + l)) {
+            return Err(Error::INVAL);
+        }
+        let ps = self.slot(p.slot).ok_or(Error::INVAL)?;
+        let mut cur = ps.meta.load(Ordering::Acquire);
+        loop {
+            if cur & CLOSED != 0 {
+                return Err(Error::INVAL);
+            }
+            if cur & CHILD_MASK == CHILD_MASK {
+                return Err(Error::NOSPC);
+            }
+            match ps.meta.compare_exchange_weak(
+                cur,
+                cur + CHILD_ONE,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => break,
+                Err(v) => cur = v,
+            }
+        }
+        // The base could have been closed (and its slot reused) between the
+        // snapshot and the count: then the count went to another region.
+        let s = ps.seq.load(Ordering::Acquire);
+        if s & READY == 0 || gen_of(s) != p.gen {
+            ps.meta.fetch_sub(CHILD_ONE, Ordering::AcqRel);
+            return Err(Error::INVAL);
+        }
+        Ok(cur)
+    }
+
+    /// A validated snapshot of slot `i` and the region's virtual ranges.
+    pub(crate) fn ranges(&self, i: u32) -> Option<(Snap, Ranges)> {
+        let s = self.slot(i)?;
+        loop {
+            let seq = s.seq.load(Ordering::Acquire);
+            if seq & READY == 0 {
+                return None;
+            }
+            let snap = Snap::load(s, seq);
+            let r = self.read_ranges(&snap);
+            fence(Ordering::Acquire);
+            if s.seq.load(Ordering::Relaxed) == seq {
+                return r.map(|r| (snap, r));
+            }
+        }
+    }
+
+    /// The region's ranges `[start, end)` from a snapshot (inside its read
+    /// window; may be garbage until the snapshot is validated).
+    fn read_ranges(&self, snap: &Snap) -> Option<Ranges> {
+        let n = links_iovs(snap.links);
+        if n <= 1 {
+            return Some(vec![(snap.base, snap.base.checked_add(snap.len)?)]);
+        }
+        let w = self.pool.words(n, links_block(snap.links))?;
+        let virt = snap.flags().contains(RegFlags::VIRT_ADDR);
+        let mut prev = 0u64;
+        let mut out = Vec::with_capacity(n);
+        for p in w.chunks_exact(2) {
+            let (a, b) = (p[0].load(Ordering::Relaxed), p[1].load(Ordering::Relaxed));
+            if virt {
+                out.push((a, b));
+            } else {
+                out.push((a, a.checked_add(b.checked_sub(prev)?)?));
+                prev = b;
+            }
+        }
+        Some(out)
+    }
+
+    /// Takes a slot, fills it and publishes it.
+    fn place(
+        &self,
+        req: &Request,
+        parent: Option<u32>,
+        base: u64,
+        len: u64,
+        meta: u64,
+        pairs: &[(u64, u64)],
+    ) -> Result<Handle> {
+        let idx = self.slots.pop().ok_or(Error::NOSPC)?;
+        let slot = self.slot(idx).expect("popped slots exist");
+        let n = pairs.len();
+        let block = if n > 1 {
+            match self.pool.alloc(n) {
+                Some(b) => b,
+                None => {
+                    self.slots.push(idx);
+                    return Err(Error::NOSPC);
+                }
+            }
+        } else {
+            0
+        };
+        let mut gen = gen_of(slot.seq.load(Ordering::Relaxed));
+        let key = if self.index.is_some() {
+            req.requested_key
+        } else {
+            loop {
+                let k = self.codec.encode(idx, gen);
+                if k != KEY_NOTAVAIL {
+                    break k;
+                }
+                gen += 1;
+            }
+        };
+        // Readers that raced with the slot's last close must see its new
+        // generation before any new field value (slot.rs).
+        fence(Ordering::Release);
+        if n > 1 {
+            let w = self.pool.words(n, block).expect("allocated block");
+            for (p, &(a, b)) in w.chunks_exact(2).zip(pairs) {
+                p[0].store(a, Ordering::Relaxed);
+                p[1].store(b, Ordering::Relaxed);
+            }
+        }
+        slot.key.store(key, Ordering::Relaxed);
+        slot.base.store(base, Ordering::Relaxed);
+        slot.len.store(len, Ordering::Relaxed);
+        slot.meta.store(meta, Ordering::Relaxed);
+        slot.links
+            .store(links_word(parent, n.max(1), block), Ordering::Relaxed);
+        slot.context.store(req.context, Ordering::Relaxed);
+        slot.auth.store(req.auth.unwrap_or(0), Ordering::Relaxed);
+        if let Some(ix) = &self.index {
+            if !ix.insert(key, idx) {
+                slot.seq.store(gen << GEN_SHIFT, Ordering::Relaxed);
+                if n > 1 {
+                    self.pool.free(n, block);
+                }
+                self.slots.push(idx);
+                return Err(Error::NOKEY);
+            }
+        }
+        let enabled = if req.flags.contains(RegFlags::DISABLED) {
+            0
+        } else {
+            ENABLED
+        };
+        slot.seq
+            .store((gen << GEN_SHIFT) | READY | enabled, Ordering::Release);
+        let c = &self.counters;
+        c.registrations.fetch_add(1, Ordering::Relaxed);
+        c.live.fetch_add(1, Ordering::Relaxed);
+        c.live_bytes.fetch_add(len, Ordering::Relaxed);
+        Ok(Handle {
+            slot: idx,
+            gen,
+            key,
+        })
+    }
+
+    /// Closes a region. Errors: `INVAL` for a handle whose region is gone
+    /// (or being closed by another thread); `BUSY` while it has live
+    /// sub-regions. On error nothing changes.
+    pub fn close(&self, h: &Handle) -> Result<()> {
+        let slot = self.slot(h.slot).ok_or(Error::INVAL)?;
+        let s = slot.seq.load(Ordering::Acquire);
+        if s & READY == 0 || gen_of(s) != h.gen {
+            return Err(Error::INVAL);
+        }
+        // Claim the close; refuse while sub-regions live.
+        let mut m = slot.meta.load(Ordering::Acquire);
+        loop {
+            if m & CLOSED != 0 {
+                return Err(Error::INVAL);
+            }
+            if m & CHILD_MASK != 0 {
+                return Err(Error::BUSY);
+            }
+            match slot.meta.compare_exchange_weak(
+                m,
+                m | CLOSED,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => break,
+                Err(v) => m = v,
+            }
+        }
+        // Take the slot from readers; enable/consume/bind may move `seq`
+        // meanwhile, a reuse cannot (CLOSED is ours).
+        let mut s = slot.seq.load(Ordering::Acquire);
+        loop {
+            if s & READY == 0 || gen_of(s) != h.gen {
+                // A stale handle raced a reuse of the slot: undo.
+                slot.meta.fetch_and(!CLOSED, Ordering::AcqRel);
+                return Err(Error::INVAL);
+            }
+            let next = (gen_of(s) + 1) << GEN_SHIFT;
+            match slot
+                .seq
+                .compare_exchange_weak(s, next, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => break,
+                Err(v) => s = v,
+            }
+        }
+        let key = slot.key.load(Ordering::Relaxed);
+        let links = slot.links.load(Ordering::Relaxed);
+        let len = slot.len.load(Ordering::Relaxed);
+        if let Some(ix) = &self.index {
+            ix.remove(key);
+        }
+        let n = links_iovs(links);
+        if n > 1 {
+            self.pool.free(n, links_block(links));
+        }
+        if let Some(p) = links_parent(links).and_then(|p| self.slot(p)) {
+            p.meta.fetch_sub(CHILD_ONE, Ordering::AcqRel);
+        }
+        let c = &self.counters;
+        c.closes.fetch_add(1, Ordering::Relaxed);
+        c.live.fetch_sub(1, Ordering::Relaxed);
+        c.live_bytes.fetch_sub(len, Ordering::Relaxed);
+        self.slots.push(h.slot);
+        Ok(())
+    }
+
+    /// Moves `seq` of a live region from `s` to `f(s)` atomically; `f`
+    /// returns `Ok(None)` for "nothing to do".
+    fn update_seq(&self, h: &Handle, f: impl Fn(u64, &Snap) -> Result<Option<u64>>) -> Result<()> {
+        let slot = self.slot(h.slot).ok_or(Error::INVAL)?;
+        loop {
+            let snap = self.live(h)?;
+            let Some(next) = f(snap.seq, &snap)? else {
+                return Ok(());
+            };
+            if slot
+                .seq
+                .compare_exchange(snap.seq, next, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                return Ok(());
+            }
+        }
+    }
+
+    /// Enables a region created with [`RegFlags::DISABLED`] (`fi_mr_enable`;
+    /// enabling an enabled region does nothing). Errors: `INVAL` for a dead
+    /// handle; `OPBADSTATE` for a [`RegFlags::NEEDS_EP`] region with no
+    /// endpoint bound.
+    pub fn enable(&self, h: &Handle) -> Result<()> {
+        self.update_seq(h, |s, snap| {
+            if s & ENABLED != 0 {
+                return Ok(None);
+            }
+            if snap.flags().contains(RegFlags::NEEDS_EP)
+                && !bindings_of(s).contains(Bindings::ENDPOINT)
+            {
+                return Err(Error::OPBADSTATE);
+            }
+            Ok(Some(s | ENABLED))
+        })
+    }
+
+    /// Records a binding (`fi_mr_bind`); the provider keeps the bound object
+    /// itself. Errors: `INVAL` for a dead handle; `OPBADSTATE` once a region
+    /// that was created disabled has been enabled.
+    pub fn bind(&self, h: &Handle, b: Bindings) -> Result<()> {
+        self.update_seq(h, |s, snap| {
+            if snap.flags().contains(RegFlags::DISABLED) && s & ENABLED != 0 {
+                return Err(Error::OPBADSTATE);
+            }
+            Ok(Some(s | (u64::from(b.bits()) << BIND_SHIFT)))
+        })
+    }
+
+    /// A snapshot of a live region; `INVAL` if it is gone.
+    pub fn region(&self, h: &Handle) -> Result<RegionInfo> {
+        Ok(self.info(h.slot, &self.live(h)?))
+    }
+
+    fn info(&self, slot: u32, s: &Snap) -> RegionInfo {
+        let flags = s.flags();
+        RegionInfo {
+            key: s.key,
+            slot,
+            access: meta_access(s.meta),
+            flags,
+            bindings: bindings_of(s.seq),
+            enabled: s.seq & ENABLED != 0,
+            consumed: s.seq & CONSUMED != 0,
+            context: s.context,
+            base_addr: if flags.contains(RegFlags::VIRT_ADDR) {
+                s.base
+            } else {
+                0
+            },
+            len: s.len,
+            iov_count: links_iovs(s.links),
+            parent: links_parent(s.links),
+            children: meta_children(s.meta),
+            iface: meta_iface(s.meta),
+            page_size: meta_page_size(s.meta),
+            has_auth: s.meta & META_AUTH != 0,
+        }
+    }
+
+    /// The region's iovs as `(address, length)`: as registered without
+    /// VIRT_ADDR; sorted and merged with it.
+    pub fn iovs(&self, h: &Handle) -> Result<Vec<(u64, u64)>> {
+        let (snap, r) = self.ranges(h.slot).ok_or(Error::INVAL)?;
+        if gen_of(snap.seq) != h.gen {
+            return Err(Error::INVAL);
+        }
+        Ok(r.into_iter().map(|(s, e)| (s, e - s)).collect())
+    }
+
+    /// Every live region (for the log at domain close). O(slots ever used).
+    pub fn live_regions(&self) -> Vec<RegionInfo> {
+        (0..self.slots.high_water() as u32)
+            .filter_map(|i| self.snapshot(i).map(|s| self.info(i, &s)))
+            .collect()
+    }
+
+    /// Reserves room for `n` more regions (`sub_mr_cnt`, or a domain's
+    /// expected `mr_cnt`); a hint, capped.
+    pub fn reserve(&self, n: usize) {
+        let n = n.min(RESERVE_MAX);
+        self.slots.reserve(n);
+        if let Some(ix) = &self.index {
+            ix.reserve(n);
+        }
+    }
+
+    pub fn stats(&self) -> Stats {
+        let c = &self.counters;
+        Stats {
+            live_regions: c.live.load(Ordering::Relaxed),
+            live_bytes: c.live_bytes.load(Ordering::Relaxed),
+            registrations: c.registrations.load(Ordering::Relaxed),
+            closes: c.closes.load(Ordering::Relaxed),
+            failures: c.failures.load(Ordering::Relaxed),
+            denied: c.denied.load(Ordering::Relaxed),
+            mapped_keys: self.mapped_total.load(Ordering::Relaxed),
+            engine_bytes: self.slots.allocated_bytes()
+                + self.pool.allocated_bytes()
+                + self.index.as_ref().map_or(0, |i| i.allocated_bytes()),
+        }
+    }
+
+    pub(crate) fn count_denied(&self) {
+        self.counters.denied.fetch_add(1, Ordering::Relaxed);
+    }
+
+    // ---- The first engine's API, kept for the oxshm glue until it moves
+    // onto handles. Each key stands for a placeholder region (disabled, no
+    // access, one byte at address 0), so keys obey the same rules.
+
+    /// Reserves an application-requested key: `NOKEY` if it is in use,
+    /// `KEYREJECTED` if it is FI_KEY_NOTAVAIL or too large (or this is a
+    /// provider-key registry).
+    pub fn insert_requested(&self, key: u64) -> Result<()> {
+        if self.index.is_none() {
+            return Err(Error::KEYREJECTED);
+        }
+        let iov = [(0u64, 1u64)];
+        let mut req = Request::new(&iov, Access::empty());
+        req.flags = RegFlags::DISABLED;
+        req.requested_key = key;
+        self.register(&req).map(|_| ())
+    }
+
+    /// Issues a fresh key: unpredictable, unique among live keys.
+    /// `KEY_NOTAVAIL` if the registry is full.
+    pub fn insert_provider(&self) -> u64 {
+        let iov = [(0u64, 1u64)];
+        let mut req = Request::new(&iov, Access::empty());
+        req.flags = RegFlags::DISABLED;
+        if self.index.is_none() {
+            return self.register(&req).map_or(KEY_NOTAVAIL, |h| h.key);
+        }
+        loop {
+            let mut st = self.secret ^ self.legacy_ctr.fetch_add(1, Ordering::Relaxed);
+            req.requested_key = splitmix(&mut st) & self.max_key();
+            match self.register(&req) {
+                Ok(h) => return h.key,
+                Err(e) if e == Error::NOKEY || e == Error::KEYREJECTED => continue,
+                Err(_) => return KEY_NOTAVAIL,
+            }
+        }
+    }
+
+    /// Releases a key (closes its region); unknown keys are ignored.
+    pub fn remove(&self, key: u64) {
+        if let Ok(h) = self.handle(key) {
+            let _ = self.close(&h);
+        }
+    }
+
+    /// Live regions.
     pub fn len(&self) -> usize {
-        self.keys.lock().unwrap_or_else(|e| e.into_inner()).len()
+        self.counters.live.load(Ordering::Relaxed)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -83,39 +785,4 @@ impl Registry {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn requested_keys() {
-        let r = Registry::new(8, 1);
-        r.insert_requested(5).unwrap();
-        assert_eq!(r.insert_requested(5), Err(Error::NOKEY));
-        assert_eq!(r.insert_requested(KEY_NOTAVAIL), Err(Error::KEYREJECTED));
-        r.remove(5);
-        r.insert_requested(5).unwrap();
-        let small = Registry::new(2, 1);
-        assert_eq!(small.insert_requested(0x1_0000), Err(Error::KEYREJECTED));
-        small.insert_requested(0xffff).unwrap();
-    }
-
-    #[test]
-    fn provider_keys_are_unique_and_not_sequential() {
-        let r = Registry::new(8, 0x1234);
-        let a = r.insert_provider();
-        let b = r.insert_provider();
-        assert_ne!(a, b);
-        assert!(b.wrapping_sub(a) > 1 << 20 || a.wrapping_sub(b) > 1 << 20);
-        let keys: std::collections::HashSet<_> = (0..10_000).map(|_| r.insert_provider()).collect();
-        assert_eq!(keys.len(), 10_000);
-        assert_eq!(r.len(), 10_002);
-    }
-
-    proptest::proptest! {
-        #[test]
-        fn mix_is_injective_on_samples(a in proptest::num::u64::ANY, b in proptest::num::u64::ANY) {
-            proptest::prop_assume!(a != b);
-            proptest::prop_assert_ne!(mix(a), mix(b));
-        }
-    }
-}
+mod tests;

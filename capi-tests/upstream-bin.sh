@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Upstream's own binaries on our library: Debian's unmodified fi_info and
+# fi_strerror (built against libfabric 1.17) run with LD_LIBRARY_PATH=BUILD.
+# Each run must print the right things, must bind to BUILD/libfabric.so.1
+# (not the system's), and the loader must not warn about symbol versions.
+# Usage: capi-tests/upstream-bin.sh build
+set -euo pipefail
+trap 'echo "upstream-bin.sh: stopped at line $LINENO" >&2' ERR
+cd "$(dirname "$0")/.."
+
+BUILD=$(cd "${1:?usage: upstream-bin.sh BUILD}" && pwd)
+OURS=$BUILD/libfabric.so.1
+SYSTEM_LIB=/usr/lib/x86_64-linux-gnu/libfabric.so.1
+for b in /usr/bin/fi_info /usr/bin/fi_strerror; do
+	[ -x "$b" ] || { echo "upstream-bin: $b is missing (make deps)"; exit 1; }
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+passed=0 failed=0
+pass() { passed=$((passed + 1)); }
+fail() { failed=$((failed + 1)); echo "FAIL $*"; }
+
+# ours [ENV=value ...] CMD ARGS: runs on our library; stdout in $tmp/out,
+# stderr in $tmp/err, exit code in $rc; fails on any loader warning.
+ours() {
+	rc=0
+	env LD_LIBRARY_PATH="$BUILD" "$@" >"$tmp/out" 2>"$tmp/err" || rc=$?
+	if grep -E 'no version information available|version .* not found|symbol lookup error' "$tmp/err"; then
+		fail "loader warning from: $*"
+	else
+		pass
+	fi
+}
+
+# expect DESCRIPTION REGEX: $tmp/out has a line matching REGEX.
+expect() {
+	if grep -qE -- "$2" "$tmp/out"; then pass; else
+		fail "$1: no line matching /$2/ in:"; sed 's/^/    /' "$tmp/out" | head -n 80
+	fi
+}
+
+# The loader binds the binary's libfabric symbols to our file, at the
+# versions Debian's 1.17 build asked for, and never opens the system's.
+check_bindings() {
+	local bin=$1 sym=$2 ver=$3
+	LD_DEBUG=bindings,files LD_LIBRARY_PATH="$BUILD" "$bin" "${@:4}" >/dev/null 2>"$tmp/ld" || true
+	if grep -qE "binding file $bin \[0\] to $OURS \[0\]: normal symbol \`$sym' \[$ver\]" "$tmp/ld"; then
+		pass
+	else
+		fail "$bin: $sym not bound to $OURS at $ver:"; grep -E "symbol \`$sym'" "$tmp/ld" | head -n 5
+	fi
+	if grep -q "$SYSTEM_LIB\|libfabric.so.1.20" "$tmp/ld"; then
+		fail "$bin loaded the system libfabric:"; grep -m 3 "$SYSTEM_LIB\|libfabric.so.1.20" "$tmp/ld"
+	else
+		pass
+	fi
+	if LD_LIBRARY_PATH="$BUILD" ldd "$bin" | grep -q "libfabric.so.1 => $OURS "; then pass; else
+		fail "ldd $bin does not resolve libfabric.so.1 to $OURS"
+	fi
+}
+
+check_bindings /usr/bin/fi_info fi_getinfo FABRIC_1.3 -l
+check_bindings /usr/bin/fi_strerror fi_strerror FABRIC_1.0 266
+
+ours fi_info -l
+[ "$rc" -eq 0 ] && pass || fail "fi_info -l exited $rc"
+expect "fi_info -l" '^oxshm:$'
+expect "fi_info -l" '^ +version: [0-9]+\.[0-9]+'
+
+ours fi_info -p oxshm
+[ "$rc" -eq 0 ] && pass || fail "fi_info -p oxshm exited $rc"
+expect "fi_info -p oxshm" '^provider: oxshm$'
+expect "fi_info -p oxshm" '^ +fabric: oxshm$'
+expect "fi_info -p oxshm" '^ +domain: oxshm$'
+expect "fi_info -p oxshm" '^ +type: FI_EP_RDM$'
+expect "fi_info -p oxshm" '^ +protocol: FI_PROTO_SHM$'
+
+ours fi_info -p oxshm -v
+[ "$rc" -eq 0 ] && pass || fail "fi_info -p oxshm -v exited $rc"
+for re in '^fi_info:$' '^ +caps: \[ .*FI_LOCAL_COMM.* \]$' '^ +fi_tx_attr:$' '^ +fi_rx_attr:$' \
+	'^ +fi_ep_attr:$' '^ +type: FI_EP_RDM$' '^ +fi_domain_attr:$' '^ +name: oxshm$' \
+	'^ +threading: FI_THREAD_SAFE$' '^ +mr_mode: \[ .* \]$' '^ +mr_key_size: [1-9][0-9]*$' \
+	'^ +mr_iov_limit: [1-9][0-9]*$' '^ +mr_cnt: [1-9][0-9]*$' '^ +fi_fabric_attr:$' \
+	'^ +prov_name: oxshm$' '^ +prov_version: [0-9]+\.[0-9]+$' '^ +api_version: 1\.17$'; do
+	expect "fi_info -p oxshm -v" "$re"
+done
+
+# The provider variable reaches getinfo through an unmodified binary.
+ours env FI_OXSHM_MR_MODE=FI_MR_PROV_KEY fi_info -p oxshm -v
+expect "FI_OXSHM_MR_MODE=FI_MR_PROV_KEY fi_info -v" '^ +mr_mode: \[ .*FI_MR_PROV_KEY.* \]$'
+
+ours env FI_PROVIDER=^oxshm fi_info
+[ "$rc" -ne 0 ] && pass || fail "FI_PROVIDER=^oxshm fi_info succeeded"
+cat "$tmp/err" >>"$tmp/out" # fi_info reports the failure on stderr
+expect "FI_PROVIDER=^oxshm fi_info" 'fi_getinfo: -61'
+
+ours fi_info -e
+[ "$rc" -eq 0 ] && pass || fail "fi_info -e exited $rc"
+for v in FI_PROVIDER FI_LOG_LEVEL FI_OXSHM_MR_MODE; do
+	expect "fi_info -e" "^# $v: "
+done
+
+ours fi_strerror 266
+[ "$(cat "$tmp/out")" = "Required key not available" ] && pass ||
+	fail "fi_strerror 266 printed '$(cat "$tmp/out")'"
+
+# Every errno text, ours against the system library's, through the same binary.
+for n in $(seq 1 133) $(seq 256 269); do
+	want=$(fi_strerror "$n" 2>/dev/null)
+	got=$(LD_LIBRARY_PATH="$BUILD" fi_strerror "$n" 2>/dev/null)
+	[ "$got" = "$want" ] && pass || fail "fi_strerror $n: '$got', upstream '$want'"
+done
+
+echo "upstream-bin: $passed passed, $failed failed"
+[ "$failed" -eq 0 ] || exit 1

@@ -1,0 +1,323 @@
+//! Region slots: 64 bytes of atomics per region, type-stable, recycled
+//! through a lock-free free list.
+//!
+//! A slot is one cache line. Readers take a seqlock-style snapshot: load
+//! `seq` (acquire), load the fields, fence (acquire), load `seq` again; equal
+//! values mean the fields belong to the generation in `seq`. Writers own a
+//! slot while it is not `READY` (after popping it from the free list, or
+//! after the close CAS took it away from readers), and fence (release)
+//! before writing its fields, so a reader that sees any new field value also
+//! sees the changed `seq`. No reader ever waits for a writer.
+//!
+//! `seq`: bit 0 `READY` (published), bit 1 `ENABLED`, bit 2 `CONSUMED`,
+//! bits 3-4 bindings, bits 5.. the generation (59 bits; it grows on every
+//! close, so a (slot, generation) pair is never live twice).
+//!
+//! `meta`: bits 0-7 access (`Access` bits 6..13, shifted down by 6), 8-15
+//! `RegFlags`, 16-19 iface, 20-25 log2(page size) + 1 (0 = none), 26 has an
+//! auth key; bits 32-62 the live sub-region count, bit 63 `CLOSED` (set by
+//! close when that count is 0, so a sub-region cannot be added under a base
+//! that is going away).
+//!
+//! `links`: bits 0-24 parent slot + 1 (0 = none), 25-39 iov count (0 or 1:
+//! the single iov is `base`/`len` itself), 40-63 iov block index. While the
+//! slot is free, `links` holds the next free slot + 1.
+
+use super::chunks::Chunks;
+use super::region::{Access, Bindings, RegFlags};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+pub(crate) const READY: u64 = 1 << 0;
+pub(crate) const ENABLED: u64 = 1 << 1;
+pub(crate) const CONSUMED: u64 = 1 << 2;
+pub(crate) const BIND_SHIFT: u32 = 3;
+pub(crate) const GEN_SHIFT: u32 = 5;
+
+pub(crate) const META_AUTH: u64 = 1 << 26;
+pub(crate) const CHILD_ONE: u64 = 1 << 32;
+pub(crate) const CHILD_MASK: u64 = 0x7fff_ffff << 32;
+pub(crate) const CLOSED: u64 = 1 << 63;
+
+pub(crate) const PARENT_MASK: u64 = (1 << 25) - 1;
+pub(crate) const IOVS_SHIFT: u32 = 25;
+pub(crate) const IOVS_MASK: u64 = (1 << 15) - 1;
+pub(crate) const BLOCK_SHIFT: u32 = 40;
+
+#[derive(Default)]
+#[repr(C, align(64))]
+pub(crate) struct Slot {
+    pub seq: AtomicU64,
+    pub key: AtomicU64,
+    pub base: AtomicU64,
+    pub len: AtomicU64,
+    pub meta: AtomicU64,
+    pub links: AtomicU64,
+    pub context: AtomicU64,
+    pub auth: AtomicU64,
+}
+
+const _: () = assert!(std::mem::size_of::<Slot>() == 64);
+
+#[inline]
+pub(crate) fn gen_of(seq: u64) -> u64 {
+    seq >> GEN_SHIFT
+}
+
+#[inline]
+pub(crate) fn bindings_of(seq: u64) -> Bindings {
+    Bindings::from_bits_truncate((seq >> BIND_SHIFT) as u8)
+}
+
+/// The `meta` word for a new region (no sub-regions, not closed).
+pub(crate) fn meta_word(
+    access: Access,
+    flags: RegFlags,
+    iface: u8,
+    page_shift: Option<u32>,
+    auth: bool,
+) -> u64 {
+    ((access.bits() >> 6) & 0xff)
+        | (u64::from(flags.bits()) << 8)
+        | (u64::from(iface & 0xf) << 16)
+        | (page_shift.map_or(0, |s| u64::from(s) + 1) << 20)
+        | if auth { META_AUTH } else { 0 }
+}
+
+#[inline]
+pub(crate) fn meta_access(meta: u64) -> Access {
+    Access::from_bits_truncate((meta & 0xff) << 6)
+}
+
+#[inline]
+pub(crate) fn meta_flags(meta: u64) -> RegFlags {
+    RegFlags::from_bits_truncate((meta >> 8) as u8)
+}
+
+pub(crate) fn meta_iface(meta: u64) -> u8 {
+    ((meta >> 16) & 0xf) as u8
+}
+
+pub(crate) fn meta_page_size(meta: u64) -> u64 {
+    match (meta >> 20) & 0x3f {
+        0 => 0,
+        s => 1 << (s - 1),
+    }
+}
+
+/// Bits of `meta` a sub-region inherits from its base (iface, page size).
+pub(crate) const META_INHERIT: u64 = (0xf << 16) | (0x3f << 20);
+
+pub(crate) fn meta_children(meta: u64) -> u32 {
+    ((meta & CHILD_MASK) >> 32) as u32
+}
+
+pub(crate) fn links_word(parent: Option<u32>, iovs: usize, block: u32) -> u64 {
+    parent.map_or(0, |p| u64::from(p) + 1)
+        | ((iovs as u64 & IOVS_MASK) << IOVS_SHIFT)
+        | (u64::from(block) << BLOCK_SHIFT)
+}
+
+#[inline]
+pub(crate) fn links_parent(links: u64) -> Option<u32> {
+    match links & PARENT_MASK {
+        0 => None,
+        p => Some((p - 1) as u32),
+    }
+}
+
+#[inline]
+pub(crate) fn links_iovs(links: u64) -> usize {
+    ((links >> IOVS_SHIFT) & IOVS_MASK) as usize
+}
+
+#[inline]
+pub(crate) fn links_block(links: u64) -> u32 {
+    (links >> BLOCK_SHIFT) as u32
+}
+
+/// The slots of one registry and their free list (a Treiber stack whose
+/// head carries an ABA tag: `tag << 32 | (index + 1)`).
+pub(crate) struct Slots {
+    slots: Chunks<Slot>,
+    head: AtomicU64,
+    fresh: AtomicUsize,
+    limit: usize,
+}
+
+impl Slots {
+    pub(crate) fn new(limit: usize) -> Slots {
+        Slots {
+            // 256 slots (16 KiB) first, doubling to chunks of 16,384 (1 MiB).
+            slots: Chunks::new(8, 14, limit),
+            head: AtomicU64::new(0),
+            fresh: AtomicUsize::new(0),
+            limit,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn get(&self, i: u32) -> Option<&Slot> {
+        self.slots.get(i as usize)
+    }
+
+    /// A free slot, owned by the caller until it publishes or pushes it.
+    pub(crate) fn pop(&self) -> Option<u32> {
+        let mut h = self.head.load(Ordering::Acquire);
+        loop {
+            let top = h as u32;
+            if top == 0 {
+                return self.fresh();
+            }
+            // A stale `next` (the slot was popped and reused meanwhile) is
+            // harmless: the tag makes the CAS fail.
+            let next = self
+                .get(top - 1)
+                .map_or(0, |s| s.links.load(Ordering::Relaxed) & 0xffff_ffff);
+            let new = (((h >> 32) + 1) << 32) | next;
+            match self
+                .head
+                .compare_exchange_weak(h, new, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return Some(top - 1),
+                Err(cur) => h = cur,
+            }
+        }
+    }
+
+    fn fresh(&self) -> Option<u32> {
+        let i = self.fresh.fetch_add(1, Ordering::Relaxed);
+        if i >= self.limit {
+            self.fresh.fetch_sub(1, Ordering::Relaxed);
+            return None;
+        }
+        self.slots.get_or_alloc(i)?;
+        Some(i as u32)
+    }
+
+    /// Returns a slot that nobody can reach any more.
+    pub(crate) fn push(&self, i: u32) {
+        let Some(slot) = self.get(i) else { return };
+        let mut h = self.head.load(Ordering::Relaxed);
+        loop {
+            slot.links.store(h & 0xffff_ffff, Ordering::Relaxed);
+            let new = (((h >> 32) + 1) << 32) | (u64::from(i) + 1);
+            match self
+                .head
+                .compare_exchange_weak(h, new, Ordering::Release, Ordering::Relaxed)
+            {
+                Ok(_) => return,
+                Err(cur) => h = cur,
+            }
+        }
+    }
+
+    /// Allocates ahead so that `n` more fresh slots exist.
+    pub(crate) fn reserve(&self, n: usize) {
+        let from = self.fresh.load(Ordering::Relaxed);
+        let to = from.saturating_add(n).min(self.limit);
+        let mut i = from;
+        while i < to {
+            if self.slots.get_or_alloc(i).is_none() {
+                break;
+            }
+            i += 256;
+        }
+        if to > from {
+            self.slots.get_or_alloc(to - 1);
+        }
+    }
+
+    /// Slots ever handed out (an upper bound on live slot indices).
+    pub(crate) fn high_water(&self) -> usize {
+        self.fresh.load(Ordering::Relaxed).min(self.limit)
+    }
+
+    pub(crate) fn limit(&self) -> usize {
+        self.limit
+    }
+
+    pub(crate) fn allocated_bytes(&self) -> usize {
+        self.slots.allocated() * std::mem::size_of::<Slot>() + self.slots.table_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn word_layouts_round_trip() {
+        let a = Access::REMOTE_READ | Access::COLLECTIVE | Access::SEND;
+        let f = RegFlags::VIRT_ADDR | RegFlags::PMEM;
+        let m = meta_word(a, f, 5, Some(21), true);
+        assert_eq!(meta_access(m), a);
+        assert_eq!(meta_flags(m), f);
+        assert_eq!(meta_iface(m), 5);
+        assert_eq!(meta_page_size(m), 1 << 21);
+        assert_ne!(m & META_AUTH, 0);
+        assert_eq!(m & (CHILD_MASK | CLOSED), 0);
+        assert_eq!(meta_page_size(meta_word(a, f, 0, None, false)), 0);
+        assert_eq!(
+            meta_access(meta_word(Access::all(), f, 0, None, false)),
+            Access::all()
+        );
+        let l = links_word(Some((1 << 24) - 1), 1024, (1 << 24) - 1);
+        assert_eq!(links_parent(l), Some((1 << 24) - 1));
+        assert_eq!(links_iovs(l), 1024);
+        assert_eq!(links_block(l), (1 << 24) - 1);
+        assert_eq!(links_parent(links_word(None, 1, 0)), None);
+    }
+
+    #[test]
+    fn free_list_is_lifo_and_bounded() {
+        let s = Slots::new(3);
+        let a = s.pop().unwrap();
+        let b = s.pop().unwrap();
+        let c = s.pop().unwrap();
+        assert_eq!(s.pop(), None);
+        assert_eq!(HashSet::from([a, b, c]).len(), 3);
+        s.push(b);
+        s.push(a);
+        assert_eq!(s.pop(), Some(a));
+        assert_eq!(s.pop(), Some(b));
+        assert_eq!(s.pop(), None);
+        assert_eq!(s.high_water(), 3);
+    }
+
+    #[test]
+    fn free_list_under_contention_never_hands_out_twice() {
+        let s = Slots::new(64);
+        let held: Vec<u32> = (0..64).map(|_| s.pop().unwrap()).collect();
+        for &i in &held {
+            s.push(i);
+        }
+        let owner: Vec<AtomicU64> = (0..64).map(|_| AtomicU64::new(0)).collect();
+        std::thread::scope(|sc| {
+            for t in 1..=4u64 {
+                let (s, owner) = (&s, &owner);
+                sc.spawn(move || {
+                    for _ in 0..20_000 {
+                        let mut mine = Vec::new();
+                        for _ in 0..3 {
+                            if let Some(i) = s.pop() {
+                                let prev = owner[i as usize].swap(t, Ordering::SeqCst);
+                                assert_eq!(prev, 0, "slot {i} handed out twice");
+                                mine.push(i);
+                            }
+                        }
+                        for i in mine {
+                            owner[i as usize].store(0, Ordering::SeqCst);
+                            s.push(i);
+                        }
+                    }
+                });
+            }
+        });
+        let mut all = HashSet::new();
+        while let Some(i) = s.pop() {
+            assert!(all.insert(i));
+        }
+        assert_eq!(all.len(), 64);
+    }
+}

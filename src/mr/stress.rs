@@ -1,0 +1,187 @@
+//! Concurrency: two threads register and close while two others verify
+//! continuously. A key known live for the whole verification must verify
+//! (with consistent fields); a key known closed must not. The number of
+//! registrations is `OX_STRESS_N` (default 200,000) for provider keys, a
+//! quarter of that for requested keys.
+
+use super::*;
+use crate::error::Error;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
+
+const WRITERS: usize = 2;
+const VERIFIERS: usize = 2;
+const CELLS: usize = 32;
+const GRAVE: usize = 64;
+const RW: Access = Access::REMOTE_READ.union(Access::REMOTE_WRITE);
+
+fn stress_n() -> usize {
+    std::env::var("OX_STRESS_N")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(200_000)
+}
+
+struct Cell {
+    key: AtomicU64,
+    /// Even and nonzero: `key` is live. Odd: being replaced.
+    ver: AtomicU64,
+}
+
+struct Board {
+    cells: Vec<Cell>,
+    grave: Vec<AtomicU64>,
+    done: AtomicBool,
+}
+
+fn xorshift(s: &mut u64) -> u64 {
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    *s
+}
+
+/// Region `n` of writer `w` at cell `c`: where it is, and the context that
+/// lets a verifier check the fields it got belong together.
+fn layout(w: usize, c: usize, n: u64) -> (Vec<(u64, u64)>, u64) {
+    let base = (((w * CELLS + c) as u64 + 1) << 24) | ((n % 256) << 12);
+    let iovs = if n % 4 == 0 {
+        vec![(base, 64), (base + 0x800, 32), (base + 0x400, 16)]
+    } else {
+        vec![(base, 64 + n % 64)]
+    };
+    (iovs, base)
+}
+
+fn writer(r: &Registry, b: &Board, w: usize, count: usize, prov: bool) {
+    let mut handles: Vec<Option<Handle>> = vec![None; CELLS];
+    let mut rng = 0x9e37_79b9_7f4a_7c15 ^ (w as u64 + 1);
+    let mut grave_at = 0;
+    for n in 0..count as u64 {
+        let c = (xorshift(&mut rng) % CELLS as u64) as usize;
+        let cell = &b.cells[w * CELLS + c];
+        let v = cell.ver.load(SeqCst);
+        cell.ver.store(v | 1, SeqCst);
+        if let Some(h) = handles[c].take() {
+            r.close(&h).unwrap();
+            b.grave[w * GRAVE + grave_at % GRAVE].store(h.key(), SeqCst);
+            grave_at += 1;
+        }
+        let (iovs, ctx) = layout(w, c, n);
+        let mut q = Request::new(&iovs, RW);
+        q.context = ctx;
+        // Requested keys: unique forever, so a dead key stays dead.
+        q.requested_key = ((w as u64) << 40) | n;
+        let h = r.register(&q).unwrap();
+        assert!(prov || h.key() == q.requested_key);
+        handles[c] = Some(h);
+        cell.key.store(h.key(), SeqCst);
+        cell.ver.store((v | 1) + 1, SeqCst);
+    }
+    for (c, h) in handles.iter().enumerate() {
+        if let Some(h) = h {
+            b.cells[w * CELLS + c].ver.fetch_or(1, SeqCst);
+            r.close(h).unwrap();
+        }
+    }
+}
+
+/// Returns (live checks, dead checks) made.
+fn verifier(r: &Registry, b: &Board, seed: u64) -> (u64, u64) {
+    let mut rng = seed;
+    let (mut live, mut dead) = (0, 0);
+    while !b.done.load(SeqCst) {
+        let x = xorshift(&mut rng);
+        let cell = &b.cells[x as usize % b.cells.len()];
+        let off = if x & (1 << 40) != 0 { 63 } else { 0 };
+        let v1 = cell.ver.load(SeqCst);
+        let k = cell.key.load(SeqCst);
+        let got = r.verify(k, off, 1, Access::REMOTE_WRITE, None);
+        let v2 = cell.ver.load(SeqCst);
+        if v1 == v2 && v1 != 0 && v1 & 1 == 0 {
+            let t = got.unwrap_or_else(|e| panic!("live key {k:#x} refused: {e:?}"));
+            assert_eq!(t.pieces(), &[(t.context + off, 1)], "torn read of {k:#x}");
+            live += 1;
+        }
+        let g = b.grave[(x >> 20) as usize % b.grave.len()].load(SeqCst);
+        if g != KEY_NOTAVAIL {
+            match r.verify(g, 0, 1, Access::REMOTE_READ, None) {
+                Err(e) => assert_eq!(e, Error::INVAL, "dead key {g:#x}"),
+                Ok(t) => panic!("dead key {g:#x} verified: {t:?}"),
+            }
+            dead += 1;
+        }
+    }
+    (live, dead)
+}
+
+fn run(prov: bool, total: usize) {
+    let r = Registry::with_config(Config {
+        prov_keys: prov,
+        secret: Some(0x0571_2e55),
+        ..Config::default()
+    })
+    .unwrap();
+    let b = Board {
+        cells: (0..WRITERS * CELLS)
+            .map(|_| Cell {
+                key: AtomicU64::new(KEY_NOTAVAIL),
+                ver: AtomicU64::new(0),
+            })
+            .collect(),
+        grave: (0..WRITERS * GRAVE)
+            .map(|_| AtomicU64::new(KEY_NOTAVAIL))
+            .collect(),
+        done: AtomicBool::new(false),
+    };
+    let checks = std::thread::scope(|s| {
+        let vs: Vec<_> = (0..VERIFIERS)
+            .map(|i| {
+                let (r, b) = (&r, &b);
+                s.spawn(move || verifier(r, b, 0x1234_5678 + i as u64))
+            })
+            .collect();
+        let ws: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                let (r, b) = (&r, &b);
+                s.spawn(move || writer(r, b, w, total / WRITERS, prov))
+            })
+            .collect();
+        for w in ws {
+            w.join().unwrap();
+        }
+        b.done.store(true, SeqCst);
+        vs.into_iter()
+            .map(|v| v.join().unwrap())
+            .fold((0, 0), |a, c| (a.0 + c.0, a.1 + c.1))
+    });
+    let s = r.stats();
+    assert_eq!(s.live_regions, 0);
+    assert_eq!(s.live_bytes, 0);
+    assert_eq!(s.registrations, (total / WRITERS * WRITERS) as u64);
+    assert_eq!(s.closes, s.registrations);
+    assert_eq!(s.failures, 0);
+    // Nothing leaked: slots were recycled, never more than were live.
+    assert!(
+        r.slots.high_water() <= WRITERS * CELLS,
+        "{} slots used",
+        r.slots.high_water()
+    );
+    assert!(checks.0 > 0 && checks.1 > 0, "checks made: {checks:?}");
+    eprintln!(
+        "stress ({} keys): {} registrations, {} live and {} dead keys checked",
+        if prov { "provider" } else { "requested" },
+        s.registrations,
+        checks.0,
+        checks.1
+    );
+}
+
+#[test]
+fn concurrent_register_close_verify_provider_keys() {
+    run(true, stress_n());
+}
+
+#[test]
+fn concurrent_register_close_verify_requested_keys() {
+    run(false, stress_n() / 4);
+}
