@@ -11,7 +11,6 @@ use crate::abi::atomic::{fi_atomic_attr, fi_msg_atomic, fi_ops_atomic};
 use crate::abi::domain::{fi_datatype_raw, fi_op_raw, fi_ops_domain, fid_domain};
 use crate::abi::endpoint::fid_ep;
 use crate::abi::fabric::{fi_addr_t, fi_ioc};
-use crate::capi::endpoint::dispatch;
 use crate::capi::{guard, guard_ssize};
 use libc::{c_int, c_void, size_t, ssize_t};
 
@@ -467,7 +466,7 @@ pub unsafe extern "C" fn fi_query_atomic(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capi::endpoint::fake::{self, fake_fn, p, Case};
+    use crate::capi::fake::{self, fake_fn, p, Case};
     use crate::error::Error;
     use std::mem::{size_of, zeroed};
     use std::ptr;

@@ -8,7 +8,6 @@
 use crate::abi::cm::{fi_ops_cm, fid_mc};
 use crate::abi::endpoint::{fid_ep, fid_pep};
 use crate::abi::fabric::{fi_addr_t, fid_t, FI_ADDR_NOTAVAIL};
-use crate::capi::endpoint::dispatch;
 use crate::capi::{guard, guard_or, nonnull};
 use libc::{c_int, c_void, size_t};
 
@@ -231,7 +230,7 @@ pub unsafe extern "C" fn fi_mc_addr(mc: *mut fid_mc) -> fi_addr_t {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capi::endpoint::fake::{self, fake_fn, p, Case};
+    use crate::capi::fake::{self, fake_fn, p, Case};
     use crate::error::Error;
     use std::mem::{size_of, zeroed};
     use std::ptr;

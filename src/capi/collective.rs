@@ -19,7 +19,6 @@ use crate::abi::domain::{
 use crate::abi::endpoint::fid_ep;
 use crate::abi::fabric::{fi_addr_t, FI_COLLECTIVE};
 use crate::capi::cm::fi_join;
-use crate::capi::endpoint::dispatch;
 use crate::capi::{guard, guard_ssize};
 use libc::{c_int, c_void, size_t, ssize_t};
 use std::ptr;
@@ -592,7 +591,7 @@ mod tests {
     use crate::abi::cm::fi_ops_cm;
     use crate::abi::collective::fi_msg_collective;
     use crate::abi::fabric::fi_ioc;
-    use crate::capi::endpoint::fake::{self, fake_fn, p, Case};
+    use crate::capi::fake::{self, fake_fn, p, Case};
     use crate::error::Error;
     use std::mem::{size_of, zeroed};
 

@@ -23,25 +23,14 @@ use crate::error::Result;
 use libc::{c_char, c_int, c_void, iovec, size_t};
 use std::ptr;
 
-/// `fid->ops->bind(fid, bfid, flags)`, or -FI_ENOSYS without that slot.
-///
-/// # Safety
-/// `fid` must be non-NULL and point to a live object.
-unsafe fn fid_bind(fid: *mut fid, bfid: *mut fid, flags: u64) -> Result<c_int> {
-    // SAFETY: fid is a live object by contract; its ops table, if not NULL,
-    // is readable for `size` bytes.
-    let f = unsafe { crate::op!((*fid).ops, fi_ops, bind) }?;
-    // SAFETY: the slot belongs to this object's provider.
-    Ok(unsafe { f(fid, bfid, flags) })
-}
-
 /// `fid->ops->control(fid, command, arg)`, or -FI_ENOSYS without that slot.
 ///
 /// # Safety
 /// `fid` must be non-NULL and point to a live object; `arg` must be what
 /// `command` expects.
 unsafe fn fid_control(fid: *mut fid, command: c_int, arg: *mut c_void) -> Result<c_int> {
-    // SAFETY: as in fid_bind.
+    // SAFETY: fid is a live object by contract; its ops table, if not NULL,
+    // is readable for `size` bytes.
     let f = unsafe { crate::op!((*fid).ops, fi_ops, control) }?;
     // SAFETY: the slot belongs to this object's provider.
     Ok(unsafe { f(fid, command, arg) })
@@ -75,11 +64,13 @@ pub unsafe extern "C" fn fi_domain(
     context: *mut c_void,
 ) -> c_int {
     guard("fi_domain", || {
-        nonnull(fabric, "fi_domain", "fabric")?;
-        // SAFETY: fabric is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*fabric).ops, fi_ops_fabric, domain) }?;
-        // SAFETY: dispatch to the fabric's own provider.
-        Ok(unsafe { f(fabric, info, domain, context) })
+        dispatch!(
+            "fi_domain",
+            fabric,
+            (*fabric).ops,
+            fi_ops_fabric,
+            domain(fabric, info, domain, context)
+        )
     })
 }
 
@@ -102,11 +93,13 @@ pub unsafe extern "C" fn fi_domain2(
         return unsafe { fi_domain(fabric, info, domain, context) };
     }
     guard("fi_domain2", || {
-        nonnull(fabric, "fi_domain2", "fabric")?;
-        // SAFETY: fabric is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*fabric).ops, fi_ops_fabric, domain2) }?;
-        // SAFETY: dispatch to the fabric's own provider.
-        Ok(unsafe { f(fabric, info, domain, flags, context) })
+        dispatch!(
+            "fi_domain2",
+            fabric,
+            (*fabric).ops,
+            fi_ops_fabric,
+            domain2(fabric, info, domain, flags, context)
+        )
     })
 }
 
@@ -122,9 +115,13 @@ pub unsafe extern "C" fn fi_domain_bind(
     flags: u64,
 ) -> c_int {
     guard("fi_domain_bind", || {
-        nonnull(domain, "fi_domain_bind", "domain")?;
-        // SAFETY: domain is non-NULL and live; its fid is its first member.
-        unsafe { fid_bind(&raw mut (*domain).fid, fid, flags) }
+        dispatch!(
+            "fi_domain_bind",
+            domain,
+            (*domain).fid.ops,
+            fi_ops,
+            bind(&raw mut (*domain).fid, fid, flags)
+        )
     })
 }
 
@@ -142,11 +139,13 @@ pub unsafe extern "C" fn fi_cq_open(
     context: *mut c_void,
 ) -> c_int {
     guard("fi_cq_open", || {
-        nonnull(domain, "fi_cq_open", "domain")?;
-        // SAFETY: domain is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*domain).ops, fi_ops_domain, cq_open) }?;
-        // SAFETY: dispatch to the domain's own provider.
-        Ok(unsafe { f(domain, attr, cq, context) })
+        dispatch!(
+            "fi_cq_open",
+            domain,
+            (*domain).ops,
+            fi_ops_domain,
+            cq_open(domain, attr, cq, context)
+        )
     })
 }
 
@@ -163,11 +162,13 @@ pub unsafe extern "C" fn fi_cntr_open(
     context: *mut c_void,
 ) -> c_int {
     guard("fi_cntr_open", || {
-        nonnull(domain, "fi_cntr_open", "domain")?;
-        // SAFETY: domain is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*domain).ops, fi_ops_domain, cntr_open) }?;
-        // SAFETY: dispatch to the domain's own provider.
-        Ok(unsafe { f(domain, attr, cntr, context) })
+        dispatch!(
+            "fi_cntr_open",
+            domain,
+            (*domain).ops,
+            fi_ops_domain,
+            cntr_open(domain, attr, cntr, context)
+        )
     })
 }
 
@@ -182,11 +183,13 @@ pub unsafe extern "C" fn fi_wait_open(
     waitset: *mut *mut fid_wait,
 ) -> c_int {
     guard("fi_wait_open", || {
-        nonnull(fabric, "fi_wait_open", "fabric")?;
-        // SAFETY: fabric is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*fabric).ops, fi_ops_fabric, wait_open) }?;
-        // SAFETY: dispatch to the fabric's own provider.
-        Ok(unsafe { f(fabric, attr, waitset) })
+        dispatch!(
+            "fi_wait_open",
+            fabric,
+            (*fabric).ops,
+            fi_ops_fabric,
+            wait_open(fabric, attr, waitset)
+        )
     })
 }
 
@@ -201,11 +204,13 @@ pub unsafe extern "C" fn fi_poll_open(
     pollset: *mut *mut fid_poll,
 ) -> c_int {
     guard("fi_poll_open", || {
-        nonnull(domain, "fi_poll_open", "domain")?;
-        // SAFETY: domain is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*domain).ops, fi_ops_domain, poll_open) }?;
-        // SAFETY: dispatch to the domain's own provider.
-        Ok(unsafe { f(domain, attr, pollset) })
+        dispatch!(
+            "fi_poll_open",
+            domain,
+            (*domain).ops,
+            fi_ops_domain,
+            poll_open(domain, attr, pollset)
+        )
     })
 }
 
@@ -228,12 +233,12 @@ pub unsafe extern "C" fn fi_mr_reg(
     context: *mut c_void,
 ) -> c_int {
     guard("fi_mr_reg", || {
-        nonnull(domain, "fi_mr_reg", "domain")?;
-        // SAFETY: domain is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*domain).mr, fi_ops_mr, reg) }?;
-        // SAFETY: dispatch to the domain's own provider.
-        Ok(unsafe {
-            f(
+        dispatch!(
+            "fi_mr_reg",
+            domain,
+            (*domain).mr,
+            fi_ops_mr,
+            reg(
                 &raw mut (*domain).fid,
                 buf,
                 len,
@@ -242,9 +247,9 @@ pub unsafe extern "C" fn fi_mr_reg(
                 requested_key,
                 flags,
                 mr,
-                context,
+                context
             )
-        })
+        )
     })
 }
 
@@ -266,12 +271,12 @@ pub unsafe extern "C" fn fi_mr_regv(
     context: *mut c_void,
 ) -> c_int {
     guard("fi_mr_regv", || {
-        nonnull(domain, "fi_mr_regv", "domain")?;
-        // SAFETY: domain is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*domain).mr, fi_ops_mr, regv) }?;
-        // SAFETY: dispatch to the domain's own provider.
-        Ok(unsafe {
-            f(
+        dispatch!(
+            "fi_mr_regv",
+            domain,
+            (*domain).mr,
+            fi_ops_mr,
+            regv(
                 &raw mut (*domain).fid,
                 iov,
                 count,
@@ -280,9 +285,9 @@ pub unsafe extern "C" fn fi_mr_regv(
                 requested_key,
                 flags,
                 mr,
-                context,
+                context
             )
-        })
+        )
     })
 }
 
@@ -299,11 +304,13 @@ pub unsafe extern "C" fn fi_mr_regattr(
     mr: *mut *mut fid_mr,
 ) -> c_int {
     guard("fi_mr_regattr", || {
-        nonnull(domain, "fi_mr_regattr", "domain")?;
-        // SAFETY: domain is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*domain).mr, fi_ops_mr, regattr) }?;
-        // SAFETY: dispatch to the domain's own provider.
-        Ok(unsafe { f(&raw mut (*domain).fid, attr, flags, mr) })
+        dispatch!(
+            "fi_mr_regattr",
+            domain,
+            (*domain).mr,
+            fi_ops_mr,
+            regattr(&raw mut (*domain).fid, attr, flags, mr)
+        )
     })
 }
 
@@ -419,9 +426,13 @@ pub unsafe extern "C" fn fi_mr_unmap_key(domain: *mut fid_domain, key: u64) -> c
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fi_mr_bind(mr: *mut fid_mr, bfid: *mut fid, flags: u64) -> c_int {
     guard("fi_mr_bind", || {
-        nonnull(mr, "fi_mr_bind", "mr")?;
-        // SAFETY: mr is non-NULL and live; its fid is its first member.
-        unsafe { fid_bind(&raw mut (*mr).fid, bfid, flags) }
+        dispatch!(
+            "fi_mr_bind",
+            mr,
+            (*mr).fid.ops,
+            fi_ops,
+            bind(&raw mut (*mr).fid, bfid, flags)
+        )
     })
 }
 
@@ -460,9 +471,13 @@ pub unsafe extern "C" fn fi_mr_refresh(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fi_mr_enable(mr: *mut fid_mr) -> c_int {
     guard("fi_mr_enable", || {
-        nonnull(mr, "fi_mr_enable", "mr")?;
-        // SAFETY: mr is non-NULL and live; FI_ENABLE takes no argument.
-        unsafe { fid_control(&raw mut (*mr).fid, FI_ENABLE, ptr::null_mut()) }
+        dispatch!(
+            "fi_mr_enable",
+            mr,
+            (*mr).fid.ops,
+            fi_ops,
+            control(&raw mut (*mr).fid, FI_ENABLE, ptr::null_mut())
+        )
     })
 }
 
@@ -514,11 +529,13 @@ pub unsafe extern "C" fn fi_av_open(
     context: *mut c_void,
 ) -> c_int {
     guard("fi_av_open", || {
-        nonnull(domain, "fi_av_open", "domain")?;
-        // SAFETY: domain is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*domain).ops, fi_ops_domain, av_open) }?;
-        // SAFETY: dispatch to the domain's own provider.
-        Ok(unsafe { f(domain, attr, av, context) })
+        dispatch!(
+            "fi_av_open",
+            domain,
+            (*domain).ops,
+            fi_ops_domain,
+            av_open(domain, attr, av, context)
+        )
     })
 }
 
@@ -529,9 +546,13 @@ pub unsafe extern "C" fn fi_av_open(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fi_av_bind(av: *mut fid_av, fid: *mut fid, flags: u64) -> c_int {
     guard("fi_av_bind", || {
-        nonnull(av, "fi_av_bind", "av")?;
-        // SAFETY: av is non-NULL and live; its fid is its first member.
-        unsafe { fid_bind(&raw mut (*av).fid, fid, flags) }
+        dispatch!(
+            "fi_av_bind",
+            av,
+            (*av).fid.ops,
+            fi_ops,
+            bind(&raw mut (*av).fid, fid, flags)
+        )
     })
 }
 
@@ -552,11 +573,13 @@ pub unsafe extern "C" fn fi_av_insert(
     context: *mut c_void,
 ) -> c_int {
     guard("fi_av_insert", || {
-        nonnull(av, "fi_av_insert", "av")?;
-        // SAFETY: av is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*av).ops, fi_ops_av, insert) }?;
-        // SAFETY: dispatch to the AV's own provider.
-        Ok(unsafe { f(av, addr, count, fi_addr, flags, context) })
+        dispatch!(
+            "fi_av_insert",
+            av,
+            (*av).ops,
+            fi_ops_av,
+            insert(av, addr, count, fi_addr, flags, context)
+        )
     })
 }
 
@@ -574,11 +597,13 @@ pub unsafe extern "C" fn fi_av_insertsvc(
     context: *mut c_void,
 ) -> c_int {
     guard("fi_av_insertsvc", || {
-        nonnull(av, "fi_av_insertsvc", "av")?;
-        // SAFETY: av is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*av).ops, fi_ops_av, insertsvc) }?;
-        // SAFETY: dispatch to the AV's own provider.
-        Ok(unsafe { f(av, node, service, fi_addr, flags, context) })
+        dispatch!(
+            "fi_av_insertsvc",
+            av,
+            (*av).ops,
+            fi_ops_av,
+            insertsvc(av, node, service, fi_addr, flags, context)
+        )
     })
 }
 
@@ -599,11 +624,13 @@ pub unsafe extern "C" fn fi_av_insertsym(
     context: *mut c_void,
 ) -> c_int {
     guard("fi_av_insertsym", || {
-        nonnull(av, "fi_av_insertsym", "av")?;
-        // SAFETY: av is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*av).ops, fi_ops_av, insertsym) }?;
-        // SAFETY: dispatch to the AV's own provider.
-        Ok(unsafe { f(av, node, nodecnt, service, svccnt, fi_addr, flags, context) })
+        dispatch!(
+            "fi_av_insertsym",
+            av,
+            (*av).ops,
+            fi_ops_av,
+            insertsym(av, node, nodecnt, service, svccnt, fi_addr, flags, context)
+        )
     })
 }
 
@@ -620,11 +647,13 @@ pub unsafe extern "C" fn fi_av_remove(
     flags: u64,
 ) -> c_int {
     guard("fi_av_remove", || {
-        nonnull(av, "fi_av_remove", "av")?;
-        // SAFETY: av is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*av).ops, fi_ops_av, remove) }?;
-        // SAFETY: dispatch to the AV's own provider.
-        Ok(unsafe { f(av, fi_addr, count, flags) })
+        dispatch!(
+            "fi_av_remove",
+            av,
+            (*av).ops,
+            fi_ops_av,
+            remove(av, fi_addr, count, flags)
+        )
     })
 }
 
@@ -641,11 +670,13 @@ pub unsafe extern "C" fn fi_av_lookup(
     addrlen: *mut size_t,
 ) -> c_int {
     guard("fi_av_lookup", || {
-        nonnull(av, "fi_av_lookup", "av")?;
-        // SAFETY: av is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*av).ops, fi_ops_av, lookup) }?;
-        // SAFETY: dispatch to the AV's own provider.
-        Ok(unsafe { f(av, fi_addr, addr, addrlen) })
+        dispatch!(
+            "fi_av_lookup",
+            av,
+            (*av).ops,
+            fi_ops_av,
+            lookup(av, fi_addr, addr, addrlen)
+        )
     })
 }
 
@@ -662,11 +693,13 @@ pub unsafe extern "C" fn fi_av_straddr(
     len: *mut size_t,
 ) -> *const c_char {
     guard_or("fi_av_straddr", ptr::null(), || {
-        nonnull(av, "fi_av_straddr", "av")?;
-        // SAFETY: av is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*av).ops, fi_ops_av, straddr) }?;
-        // SAFETY: dispatch to the AV's own provider.
-        Ok(unsafe { f(av, addr, buf, len) })
+        dispatch!(
+            "fi_av_straddr",
+            av,
+            (*av).ops,
+            fi_ops_av,
+            straddr(av, addr, buf, len)
+        )
     })
 }
 
@@ -685,11 +718,13 @@ pub unsafe extern "C" fn fi_av_insert_auth_key(
     flags: u64,
 ) -> c_int {
     guard("fi_av_insert_auth_key", || {
-        nonnull(av, "fi_av_insert_auth_key", "av")?;
-        // SAFETY: av is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*av).ops, fi_ops_av, insert_auth_key) }?;
-        // SAFETY: dispatch to the AV's own provider.
-        Ok(unsafe { f(av, auth_key, auth_key_size, fi_addr, flags) })
+        dispatch!(
+            "fi_av_insert_auth_key",
+            av,
+            (*av).ops,
+            fi_ops_av,
+            insert_auth_key(av, auth_key, auth_key_size, fi_addr, flags)
+        )
     })
 }
 
@@ -707,11 +742,13 @@ pub unsafe extern "C" fn fi_av_lookup_auth_key(
     auth_key_size: *mut size_t,
 ) -> c_int {
     guard("fi_av_lookup_auth_key", || {
-        nonnull(av, "fi_av_lookup_auth_key", "av")?;
-        // SAFETY: av is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*av).ops, fi_ops_av, lookup_auth_key) }?;
-        // SAFETY: dispatch to the AV's own provider.
-        Ok(unsafe { f(av, addr, auth_key, auth_key_size) })
+        dispatch!(
+            "fi_av_lookup_auth_key",
+            av,
+            (*av).ops,
+            fi_ops_av,
+            lookup_auth_key(av, addr, auth_key, auth_key_size)
+        )
     })
 }
 
@@ -728,11 +765,13 @@ pub unsafe extern "C" fn fi_av_set_user_id(
     flags: u64,
 ) -> c_int {
     guard("fi_av_set_user_id", || {
-        nonnull(av, "fi_av_set_user_id", "av")?;
-        // SAFETY: av is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*av).ops, fi_ops_av, set_user_id) }?;
-        // SAFETY: dispatch to the AV's own provider.
-        Ok(unsafe { f(av, fi_addr, user_id, flags) })
+        dispatch!(
+            "fi_av_set_user_id",
+            av,
+            (*av).ops,
+            fi_ops_av,
+            set_user_id(av, fi_addr, user_id, flags)
+        )
     })
 }
 
@@ -752,11 +791,13 @@ pub unsafe extern "C" fn fi_av_lookup2(
     ctx: *mut fid_xpu_ctx,
 ) -> c_int {
     guard("fi_av_lookup2", || {
-        nonnull(av, "fi_av_lookup2", "av")?;
-        // SAFETY: av is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*av).ops, fi_ops_av, lookup2) }?;
-        // SAFETY: dispatch to the AV's own provider.
-        Ok(unsafe { f(av, fi_addr, buf, len, flags, ctx) })
+        dispatch!(
+            "fi_av_lookup2",
+            av,
+            (*av).ops,
+            fi_ops_av,
+            lookup2(av, fi_addr, buf, len, flags, ctx)
+        )
     })
 }
 
@@ -798,27 +839,11 @@ pub unsafe extern "C" fn fi_group_addr(fi_addr: fi_addr_t, group_id: u32) -> fi_
 mod tests {
     use super::*;
     use crate::abi::fabric::fi_ops_fabric;
-    use std::cell::RefCell;
+    use crate::capi::fake::text::{calls, fake_ptr, n, p, record};
     use std::mem::{offset_of, size_of, zeroed};
 
     const ENOSYS: c_int = -libc::ENOSYS;
     const EINVAL: c_int = -libc::EINVAL;
-
-    thread_local! {
-        static CALLS: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
-    }
-
-    fn record(s: String) {
-        CALLS.with(|c| c.borrow_mut().push(s));
-    }
-
-    fn calls() -> Vec<String> {
-        CALLS.with(|c| std::mem::take(&mut *c.borrow_mut()))
-    }
-
-    fn p<T>(ptr: *const T) -> usize {
-        ptr as usize
-    }
 
     /// A domain, an MR and an AV whose ops tables record every call.
     struct Fake {
@@ -1076,14 +1101,6 @@ mod tests {
             p(context)
         ));
         19
-    }
-
-    fn n<T>() -> *mut T {
-        ptr::null_mut()
-    }
-
-    fn fake_ptr<T>(v: usize) -> *mut T {
-        v as *mut T
     }
 
     #[test]

@@ -19,24 +19,6 @@ use crate::capi::{guard, guard_ssize, nonnull};
 use libc::{c_int, c_void, iovec, size_t, ssize_t};
 use std::ptr;
 
-/// Body of an export that forwards to one slot of an object's ops table:
-/// `dispatch!(FUNC, obj, table_expr, TableType, slot(args...))`. Fails with
-/// -FI_EINVAL when `obj` is NULL and -FI_ENOSYS when `op!` finds no slot;
-/// `table_expr` and the arguments are evaluated only after the NULL check.
-macro_rules! dispatch {
-    ($func:expr, $obj:ident, $table:expr, $ty:ty, $slot:ident ( $($arg:expr),* $(,)? )) => {{
-        $crate::capi::nonnull($obj, $func, stringify!($obj))?;
-        // SAFETY: `$obj` is non-NULL and, by the caller's contract, points to
-        // a live object whose ops tables outlive it; `op!` rejects a NULL or
-        // short table and an unset slot before the call.
-        unsafe {
-            let f = $crate::op!($table, $ty, $slot)?;
-            Ok(f($($arg),*))
-        }
-    }};
-}
-pub(crate) use dispatch;
-
 /// Opens a passive (listening) endpoint on `fabric` for `info`; on success
 /// `*pep` holds it (close with fi_close).
 ///
@@ -733,119 +715,11 @@ pub unsafe extern "C" fn fi_ep_export_xpu(
     })
 }
 
-/// Test support shared by the dispatch tests of the capi files: fake ops
-/// slots that record their call, and a table-of-cases runner.
-#[cfg(test)]
-pub(crate) mod fake {
-    use std::cell::RefCell;
-
-    /// What every fake slot returns.
-    pub const RET: i32 = 4242;
-
-    thread_local! {
-        static LAST: RefCell<Option<(&'static str, Vec<u64>)>> = const { RefCell::new(None) };
-    }
-
-    /// An argument as the bits the fake saw.
-    pub trait Arg {
-        fn bits(self) -> u64;
-    }
-    impl<T> Arg for *mut T {
-        fn bits(self) -> u64 {
-            self as usize as u64
-        }
-    }
-    impl<T> Arg for *const T {
-        fn bits(self) -> u64 {
-            self as usize as u64
-        }
-    }
-    impl Arg for u64 {
-        fn bits(self) -> u64 {
-            self
-        }
-    }
-    impl Arg for usize {
-        fn bits(self) -> u64 {
-            self as u64
-        }
-    }
-    impl Arg for i32 {
-        fn bits(self) -> u64 {
-            self as i64 as u64
-        }
-    }
-    impl Arg for u32 {
-        fn bits(self) -> u64 {
-            self as u64
-        }
-    }
-
-    pub fn record(slot: &'static str, args: Vec<u64>) {
-        LAST.with(|l| *l.borrow_mut() = Some((slot, args)));
-    }
-
-    pub fn take() -> Option<(&'static str, Vec<u64>)> {
-        LAST.with(|l| l.borrow_mut().take())
-    }
-
-    /// A recognisable non-NULL pointer argument.
-    pub fn p<T>(n: usize) -> *mut T {
-        std::ptr::without_provenance_mut(n)
-    }
-
-    /// `fake_fn!(slot(a: T, ...) -> R)` defines an `extern "C"` fake that
-    /// records `"slot"` and its arguments and returns RET.
-    macro_rules! fake_fn {
-        ($name:ident($($a:ident: $t:ty),* $(,)?) -> $r:ty) => {
-            unsafe extern "C" fn $name($($a: $t),*) -> $r {
-                $crate::capi::endpoint::fake::record(
-                    stringify!($name),
-                    vec![$($crate::capi::endpoint::fake::Arg::bits($a)),*],
-                );
-                $crate::capi::endpoint::fake::RET as $r
-            }
-        };
-    }
-    pub(crate) use fake_fn;
-
-    /// One export call on an object `O`: the slot it must reach, the call
-    /// (given the object), and the arguments the slot must see after the
-    /// object itself.
-    pub struct Case<O> {
-        pub slot: &'static str,
-        pub call: fn(*mut O) -> i64,
-        pub args: &'static [u64],
-    }
-
-    /// Every case reaches its slot with the object and its arguments, and
-    /// returns the slot's result.
-    pub fn dispatches<O>(obj: *mut O, cases: &[Case<O>]) {
-        for c in cases {
-            take();
-            assert_eq!((c.call)(obj), RET as i64, "{} result", c.slot);
-            let (slot, args) = take().unwrap_or_else(|| panic!("{} not called", c.slot));
-            assert_eq!(slot, c.slot);
-            assert_eq!(args[0], obj as usize as u64, "{} object", c.slot);
-            assert_eq!(&args[1..], c.args, "{} arguments", c.slot);
-        }
-    }
-
-    /// Every case returns `code` without reaching any slot.
-    pub fn all_fail<O>(obj: *mut O, cases: &[Case<O>], code: i32) {
-        for c in cases {
-            take();
-            assert_eq!((c.call)(obj), code as i64, "{}", c.slot);
-            assert!(take().is_none(), "{} reached a slot", c.slot);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::fake::{self, fake_fn, p, Case};
     use super::*;
     use crate::abi::fabric::{fi_alias as fi_alias_arg, FI_ALIAS};
+    use crate::capi::fake::{self, fake_fn, p, Case};
     use crate::error::Error;
     use std::mem::{size_of, zeroed};
 

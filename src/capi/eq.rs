@@ -30,11 +30,13 @@ pub unsafe extern "C" fn fi_trywait(
     count: c_int,
 ) -> c_int {
     guard("fi_trywait", || {
-        nonnull(fabric, "fi_trywait", "fabric")?;
-        // SAFETY: fabric is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*fabric).ops, fi_ops_fabric, trywait) }?;
-        // SAFETY: dispatch to the fabric's own provider.
-        Ok(unsafe { f(fabric, fids, count) })
+        dispatch!(
+            "fi_trywait",
+            fabric,
+            (*fabric).ops,
+            fi_ops_fabric,
+            trywait(fabric, fids, count)
+        )
     })
 }
 
@@ -46,11 +48,13 @@ pub unsafe extern "C" fn fi_trywait(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fi_wait(waitset: *mut fid_wait, timeout: c_int) -> c_int {
     guard("fi_wait", || {
-        nonnull(waitset, "fi_wait", "waitset")?;
-        // SAFETY: waitset is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*waitset).ops, fi_ops_wait, wait) }?;
-        // SAFETY: dispatch to the wait set's own provider.
-        Ok(unsafe { f(waitset, timeout) })
+        dispatch!(
+            "fi_wait",
+            waitset,
+            (*waitset).ops,
+            fi_ops_wait,
+            wait(waitset, timeout)
+        )
     })
 }
 
@@ -67,11 +71,13 @@ pub unsafe extern "C" fn fi_poll(
     count: c_int,
 ) -> c_int {
     guard("fi_poll", || {
-        nonnull(pollset, "fi_poll", "pollset")?;
-        // SAFETY: pollset is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*pollset).ops, fi_ops_poll, poll) }?;
-        // SAFETY: dispatch to the poll set's own provider.
-        Ok(unsafe { f(pollset, context, count) })
+        dispatch!(
+            "fi_poll",
+            pollset,
+            (*pollset).ops,
+            fi_ops_poll,
+            poll(pollset, context, count)
+        )
     })
 }
 
@@ -87,11 +93,13 @@ pub unsafe extern "C" fn fi_poll_add(
     flags: u64,
 ) -> c_int {
     guard("fi_poll_add", || {
-        nonnull(pollset, "fi_poll_add", "pollset")?;
-        // SAFETY: pollset is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*pollset).ops, fi_ops_poll, poll_add) }?;
-        // SAFETY: dispatch to the poll set's own provider.
-        Ok(unsafe { f(pollset, event_fid, flags) })
+        dispatch!(
+            "fi_poll_add",
+            pollset,
+            (*pollset).ops,
+            fi_ops_poll,
+            poll_add(pollset, event_fid, flags)
+        )
     })
 }
 
@@ -107,11 +115,13 @@ pub unsafe extern "C" fn fi_poll_del(
     flags: u64,
 ) -> c_int {
     guard("fi_poll_del", || {
-        nonnull(pollset, "fi_poll_del", "pollset")?;
-        // SAFETY: pollset is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*pollset).ops, fi_ops_poll, poll_del) }?;
-        // SAFETY: dispatch to the poll set's own provider.
-        Ok(unsafe { f(pollset, event_fid, flags) })
+        dispatch!(
+            "fi_poll_del",
+            pollset,
+            (*pollset).ops,
+            fi_ops_poll,
+            poll_del(pollset, event_fid, flags)
+        )
     })
 }
 
@@ -128,11 +138,13 @@ pub unsafe extern "C" fn fi_eq_open(
     context: *mut c_void,
 ) -> c_int {
     guard("fi_eq_open", || {
-        nonnull(fabric, "fi_eq_open", "fabric")?;
-        // SAFETY: fabric is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*fabric).ops, fi_ops_fabric, eq_open) }?;
-        // SAFETY: dispatch to the fabric's own provider.
-        Ok(unsafe { f(fabric, attr, eq, context) })
+        dispatch!(
+            "fi_eq_open",
+            fabric,
+            (*fabric).ops,
+            fi_ops_fabric,
+            eq_open(fabric, attr, eq, context)
+        )
     })
 }
 
@@ -151,11 +163,13 @@ pub unsafe extern "C" fn fi_eq_read(
     flags: u64,
 ) -> ssize_t {
     guard_ssize("fi_eq_read", || {
-        nonnull(eq, "fi_eq_read", "eq")?;
-        // SAFETY: eq is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*eq).ops, fi_ops_eq, read) }?;
-        // SAFETY: dispatch to the EQ's own provider.
-        Ok(unsafe { f(eq, event, buf, len, flags) })
+        dispatch!(
+            "fi_eq_read",
+            eq,
+            (*eq).ops,
+            fi_ops_eq,
+            read(eq, event, buf, len, flags)
+        )
     })
 }
 
@@ -170,11 +184,13 @@ pub unsafe extern "C" fn fi_eq_readerr(
     flags: u64,
 ) -> ssize_t {
     guard_ssize("fi_eq_readerr", || {
-        nonnull(eq, "fi_eq_readerr", "eq")?;
-        // SAFETY: eq is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*eq).ops, fi_ops_eq, readerr) }?;
-        // SAFETY: dispatch to the EQ's own provider.
-        Ok(unsafe { f(eq, buf, flags) })
+        dispatch!(
+            "fi_eq_readerr",
+            eq,
+            (*eq).ops,
+            fi_ops_eq,
+            readerr(eq, buf, flags)
+        )
     })
 }
 
@@ -192,11 +208,13 @@ pub unsafe extern "C" fn fi_eq_write(
     flags: u64,
 ) -> ssize_t {
     guard_ssize("fi_eq_write", || {
-        nonnull(eq, "fi_eq_write", "eq")?;
-        // SAFETY: eq is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*eq).ops, fi_ops_eq, write) }?;
-        // SAFETY: dispatch to the EQ's own provider.
-        Ok(unsafe { f(eq, event, buf, len, flags) })
+        dispatch!(
+            "fi_eq_write",
+            eq,
+            (*eq).ops,
+            fi_ops_eq,
+            write(eq, event, buf, len, flags)
+        )
     })
 }
 
@@ -215,11 +233,13 @@ pub unsafe extern "C" fn fi_eq_sread(
     flags: u64,
 ) -> ssize_t {
     guard_ssize("fi_eq_sread", || {
-        nonnull(eq, "fi_eq_sread", "eq")?;
-        // SAFETY: eq is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*eq).ops, fi_ops_eq, sread) }?;
-        // SAFETY: dispatch to the EQ's own provider.
-        Ok(unsafe { f(eq, event, buf, len, timeout, flags) })
+        dispatch!(
+            "fi_eq_sread",
+            eq,
+            (*eq).ops,
+            fi_ops_eq,
+            sread(eq, event, buf, len, timeout, flags)
+        )
     })
 }
 
@@ -238,11 +258,13 @@ pub unsafe extern "C" fn fi_eq_strerror(
     len: size_t,
 ) -> *const c_char {
     guard_or("fi_eq_strerror", ptr::null(), || {
-        nonnull(eq, "fi_eq_strerror", "eq")?;
-        // SAFETY: eq is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*eq).ops, fi_ops_eq, strerror) }?;
-        // SAFETY: dispatch to the EQ's own provider.
-        Ok(unsafe { f(eq, prov_errno, err_data, buf, len) })
+        dispatch!(
+            "fi_eq_strerror",
+            eq,
+            (*eq).ops,
+            fi_ops_eq,
+            strerror(eq, prov_errno, err_data, buf, len)
+        )
     })
 }
 
@@ -255,11 +277,7 @@ pub unsafe extern "C" fn fi_eq_strerror(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fi_cq_read(cq: *mut fid_cq, buf: *mut c_void, count: size_t) -> ssize_t {
     guard_ssize("fi_cq_read", || {
-        nonnull(cq, "fi_cq_read", "cq")?;
-        // SAFETY: cq is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*cq).ops, fi_ops_cq, read) }?;
-        // SAFETY: dispatch to the CQ's own provider.
-        Ok(unsafe { f(cq, buf, count) })
+        dispatch!("fi_cq_read", cq, (*cq).ops, fi_ops_cq, read(cq, buf, count))
     })
 }
 
@@ -276,11 +294,13 @@ pub unsafe extern "C" fn fi_cq_readfrom(
     src_addr: *mut fi_addr_t,
 ) -> ssize_t {
     guard_ssize("fi_cq_readfrom", || {
-        nonnull(cq, "fi_cq_readfrom", "cq")?;
-        // SAFETY: cq is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*cq).ops, fi_ops_cq, readfrom) }?;
-        // SAFETY: dispatch to the CQ's own provider.
-        Ok(unsafe { f(cq, buf, count, src_addr) })
+        dispatch!(
+            "fi_cq_readfrom",
+            cq,
+            (*cq).ops,
+            fi_ops_cq,
+            readfrom(cq, buf, count, src_addr)
+        )
     })
 }
 
@@ -323,11 +343,13 @@ pub unsafe extern "C" fn fi_cq_sread(
     timeout: c_int,
 ) -> ssize_t {
     guard_ssize("fi_cq_sread", || {
-        nonnull(cq, "fi_cq_sread", "cq")?;
-        // SAFETY: cq is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*cq).ops, fi_ops_cq, sread) }?;
-        // SAFETY: dispatch to the CQ's own provider.
-        Ok(unsafe { f(cq, buf, count, cond, timeout) })
+        dispatch!(
+            "fi_cq_sread",
+            cq,
+            (*cq).ops,
+            fi_ops_cq,
+            sread(cq, buf, count, cond, timeout)
+        )
     })
 }
 
@@ -345,11 +367,13 @@ pub unsafe extern "C" fn fi_cq_sreadfrom(
     timeout: c_int,
 ) -> ssize_t {
     guard_ssize("fi_cq_sreadfrom", || {
-        nonnull(cq, "fi_cq_sreadfrom", "cq")?;
-        // SAFETY: cq is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*cq).ops, fi_ops_cq, sreadfrom) }?;
-        // SAFETY: dispatch to the CQ's own provider.
-        Ok(unsafe { f(cq, buf, count, src_addr, cond, timeout) })
+        dispatch!(
+            "fi_cq_sreadfrom",
+            cq,
+            (*cq).ops,
+            fi_ops_cq,
+            sreadfrom(cq, buf, count, src_addr, cond, timeout)
+        )
     })
 }
 
@@ -360,11 +384,7 @@ pub unsafe extern "C" fn fi_cq_sreadfrom(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fi_cq_signal(cq: *mut fid_cq) -> c_int {
     guard("fi_cq_signal", || {
-        nonnull(cq, "fi_cq_signal", "cq")?;
-        // SAFETY: cq is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*cq).ops, fi_ops_cq, signal) }?;
-        // SAFETY: dispatch to the CQ's own provider.
-        Ok(unsafe { f(cq) })
+        dispatch!("fi_cq_signal", cq, (*cq).ops, fi_ops_cq, signal(cq))
     })
 }
 
@@ -382,11 +402,13 @@ pub unsafe extern "C" fn fi_cq_strerror(
     len: size_t,
 ) -> *const c_char {
     guard_or("fi_cq_strerror", ptr::null(), || {
-        nonnull(cq, "fi_cq_strerror", "cq")?;
-        // SAFETY: cq is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*cq).ops, fi_ops_cq, strerror) }?;
-        // SAFETY: dispatch to the CQ's own provider.
-        Ok(unsafe { f(cq, prov_errno, err_data, buf, len) })
+        dispatch!(
+            "fi_cq_strerror",
+            cq,
+            (*cq).ops,
+            fi_ops_cq,
+            strerror(cq, prov_errno, err_data, buf, len)
+        )
     })
 }
 
@@ -398,11 +420,7 @@ pub unsafe extern "C" fn fi_cq_strerror(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fi_cntr_read(cntr: *mut fid_cntr) -> u64 {
     guard_or("fi_cntr_read", 0, || {
-        nonnull(cntr, "fi_cntr_read", "cntr")?;
-        // SAFETY: cntr is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*cntr).ops, fi_ops_cntr, read) }?;
-        // SAFETY: dispatch to the counter's own provider.
-        Ok(unsafe { f(cntr) })
+        dispatch!("fi_cntr_read", cntr, (*cntr).ops, fi_ops_cntr, read(cntr))
     })
 }
 
@@ -414,11 +432,13 @@ pub unsafe extern "C" fn fi_cntr_read(cntr: *mut fid_cntr) -> u64 {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fi_cntr_readerr(cntr: *mut fid_cntr) -> u64 {
     guard_or("fi_cntr_readerr", 0, || {
-        nonnull(cntr, "fi_cntr_readerr", "cntr")?;
-        // SAFETY: cntr is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*cntr).ops, fi_ops_cntr, readerr) }?;
-        // SAFETY: dispatch to the counter's own provider.
-        Ok(unsafe { f(cntr) })
+        dispatch!(
+            "fi_cntr_readerr",
+            cntr,
+            (*cntr).ops,
+            fi_ops_cntr,
+            readerr(cntr)
+        )
     })
 }
 
@@ -429,11 +449,13 @@ pub unsafe extern "C" fn fi_cntr_readerr(cntr: *mut fid_cntr) -> u64 {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fi_cntr_add(cntr: *mut fid_cntr, value: u64) -> c_int {
     guard("fi_cntr_add", || {
-        nonnull(cntr, "fi_cntr_add", "cntr")?;
-        // SAFETY: cntr is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*cntr).ops, fi_ops_cntr, add) }?;
-        // SAFETY: dispatch to the counter's own provider.
-        Ok(unsafe { f(cntr, value) })
+        dispatch!(
+            "fi_cntr_add",
+            cntr,
+            (*cntr).ops,
+            fi_ops_cntr,
+            add(cntr, value)
+        )
     })
 }
 
@@ -445,11 +467,13 @@ pub unsafe extern "C" fn fi_cntr_add(cntr: *mut fid_cntr, value: u64) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fi_cntr_adderr(cntr: *mut fid_cntr, value: u64) -> c_int {
     guard("fi_cntr_adderr", || {
-        nonnull(cntr, "fi_cntr_adderr", "cntr")?;
-        // SAFETY: cntr is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*cntr).ops, fi_ops_cntr, adderr) }?;
-        // SAFETY: dispatch to the counter's own provider.
-        Ok(unsafe { f(cntr, value) })
+        dispatch!(
+            "fi_cntr_adderr",
+            cntr,
+            (*cntr).ops,
+            fi_ops_cntr,
+            adderr(cntr, value)
+        )
     })
 }
 
@@ -460,11 +484,13 @@ pub unsafe extern "C" fn fi_cntr_adderr(cntr: *mut fid_cntr, value: u64) -> c_in
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fi_cntr_set(cntr: *mut fid_cntr, value: u64) -> c_int {
     guard("fi_cntr_set", || {
-        nonnull(cntr, "fi_cntr_set", "cntr")?;
-        // SAFETY: cntr is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*cntr).ops, fi_ops_cntr, set) }?;
-        // SAFETY: dispatch to the counter's own provider.
-        Ok(unsafe { f(cntr, value) })
+        dispatch!(
+            "fi_cntr_set",
+            cntr,
+            (*cntr).ops,
+            fi_ops_cntr,
+            set(cntr, value)
+        )
     })
 }
 
@@ -476,11 +502,13 @@ pub unsafe extern "C" fn fi_cntr_set(cntr: *mut fid_cntr, value: u64) -> c_int {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fi_cntr_seterr(cntr: *mut fid_cntr, value: u64) -> c_int {
     guard("fi_cntr_seterr", || {
-        nonnull(cntr, "fi_cntr_seterr", "cntr")?;
-        // SAFETY: cntr is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*cntr).ops, fi_ops_cntr, seterr) }?;
-        // SAFETY: dispatch to the counter's own provider.
-        Ok(unsafe { f(cntr, value) })
+        dispatch!(
+            "fi_cntr_seterr",
+            cntr,
+            (*cntr).ops,
+            fi_ops_cntr,
+            seterr(cntr, value)
+        )
     })
 }
 
@@ -497,11 +525,13 @@ pub unsafe extern "C" fn fi_cntr_wait(
     timeout: c_int,
 ) -> c_int {
     guard("fi_cntr_wait", || {
-        nonnull(cntr, "fi_cntr_wait", "cntr")?;
-        // SAFETY: cntr is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*cntr).ops, fi_ops_cntr, wait) }?;
-        // SAFETY: dispatch to the counter's own provider.
-        Ok(unsafe { f(cntr, threshold, timeout) })
+        dispatch!(
+            "fi_cntr_wait",
+            cntr,
+            (*cntr).ops,
+            fi_ops_cntr,
+            wait(cntr, threshold, timeout)
+        )
     })
 }
 
@@ -518,11 +548,13 @@ pub unsafe extern "C" fn fi_cq_export_xpu(
     xpu_cq: *mut fid_xpu_cq,
 ) -> c_int {
     guard("fi_cq_export_xpu", || {
-        nonnull(cq, "fi_cq_export_xpu", "cq")?;
-        // SAFETY: cq is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*cq).ops, fi_ops_cq, export_xpu) }?;
-        // SAFETY: dispatch to the CQ's own provider.
-        Ok(unsafe { f(cq, flags, xpu_cq) })
+        dispatch!(
+            "fi_cq_export_xpu",
+            cq,
+            (*cq).ops,
+            fi_ops_cq,
+            export_xpu(cq, flags, xpu_cq)
+        )
     })
 }
 
@@ -540,11 +572,13 @@ pub unsafe extern "C" fn fi_cntr_export_xpu(
     xpu_cntr: *mut fid_xpu_cntr,
 ) -> c_int {
     guard("fi_cntr_export_xpu", || {
-        nonnull(cntr, "fi_cntr_export_xpu", "cntr")?;
-        // SAFETY: cntr is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*cntr).ops, fi_ops_cntr, export_xpu) }?;
-        // SAFETY: dispatch to the counter's own provider.
-        Ok(unsafe { f(cntr, flags, xpu_cntr) })
+        dispatch!(
+            "fi_cntr_export_xpu",
+            cntr,
+            (*cntr).ops,
+            fi_ops_cntr,
+            export_xpu(cntr, flags, xpu_cntr)
+        )
     })
 }
 
@@ -552,35 +586,11 @@ pub unsafe extern "C" fn fi_cntr_export_xpu(
 mod tests {
     use super::*;
     use crate::abi::eq::fi_cq_err_entry;
-    use std::cell::RefCell;
+    use crate::capi::fake::text::{calls, fake_ptr, n, p, record};
     use std::mem::{offset_of, size_of, zeroed};
 
     const ENOSYS: c_int = -libc::ENOSYS;
     const EINVAL: c_int = -libc::EINVAL;
-
-    thread_local! {
-        static CALLS: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
-    }
-
-    fn record(s: String) {
-        CALLS.with(|c| c.borrow_mut().push(s));
-    }
-
-    fn calls() -> Vec<String> {
-        CALLS.with(|c| std::mem::take(&mut *c.borrow_mut()))
-    }
-
-    fn p<T>(ptr: *const T) -> usize {
-        ptr as usize
-    }
-
-    fn n<T>() -> *mut T {
-        ptr::null_mut()
-    }
-
-    fn fake_ptr<T>(v: usize) -> *mut T {
-        v as *mut T
-    }
 
     unsafe extern "C" fn eq_read(
         eq: *mut fid_eq,

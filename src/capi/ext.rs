@@ -7,7 +7,6 @@
 
 use crate::abi::ext::{fi_fid_export, fi_ops_log, fid_logging};
 use crate::abi::fabric::{fi_ops, fid, FI_CLASS_LOG, FI_EXPORT_FID};
-use crate::capi::endpoint::dispatch;
 use crate::capi::fabric::{fi_close, fi_control};
 use crate::capi::info::fi_open;
 use crate::capi::{guard, nonnull};
@@ -136,7 +135,7 @@ pub unsafe extern "C" fn fi_import_log(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capi::endpoint::fake::{self, fake_fn, p, Case};
+    use crate::capi::fake::{self, fake_fn, p, Case};
     use crate::error::Error;
     use std::mem::zeroed;
 

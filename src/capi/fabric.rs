@@ -7,31 +7,16 @@
 //! -FI_ENOSYS. Otherwise the provider's return value is passed through.
 
 use crate::abi::fabric::{fi_alias, fi_fid_var, fi_ops, fid, FI_ALIAS, FI_GET_VAL, FI_SET_VAL};
-use crate::capi::{guard, nonnull};
+use crate::capi::guard;
 use crate::error::Result;
 use libc::{c_char, c_int, c_void};
-
-/// The ops table of a non-NULL object.
-///
-/// # Safety
-/// `fid` must be non-NULL and point to a readable `struct fid`.
-unsafe fn ops_of(fid: *mut fid) -> *const fi_ops {
-    // SAFETY: the caller guarantees fid points to a readable struct fid.
-    unsafe { (*fid).ops }
-}
 
 /// fi_control without the boundary guard, for the helpers built on it.
 ///
 /// # Safety
 /// As [`fi_control`].
 unsafe fn control(func: &str, fid: *mut fid, command: c_int, arg: *mut c_void) -> Result<c_int> {
-    nonnull(fid, func, "fid")?;
-    // SAFETY: fid is non-NULL and, by contract, a live object whose ops table
-    // (if any) is readable and outlives the call.
-    unsafe {
-        let f = crate::op!(ops_of(fid), fi_ops, control)?;
-        Ok(f(fid, command, arg))
-    }
+    dispatch!(func, fid, (*fid).ops, fi_ops, control(fid, command, arg))
 }
 
 /// Closes a fabric object and releases its resources. Objects opened from
@@ -46,13 +31,7 @@ unsafe fn control(func: &str, fid: *mut fid, command: c_int, arg: *mut c_void) -
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn fi_close(fid: *mut fid) -> c_int {
     guard("fi_close", || {
-        nonnull(fid, "fi_close", "fid")?;
-        // SAFETY: fid is non-NULL and, by contract, a live object whose ops
-        // table (if any) is readable and outlives the call.
-        unsafe {
-            let f = crate::op!(ops_of(fid), fi_ops, close)?;
-            Ok(f(fid))
-        }
+        dispatch!("fi_close", fid, (*fid).ops, fi_ops, close(fid))
     })
 }
 
@@ -168,13 +147,13 @@ pub unsafe extern "C" fn fi_open_ops(
     context: *mut c_void,
 ) -> c_int {
     guard("fi_open_ops", || {
-        nonnull(fid, "fi_open_ops", "fid")?;
-        // SAFETY: fid is non-NULL and, by contract, a live object whose ops
-        // table (if any) is readable and outlives the call.
-        unsafe {
-            let f = crate::op!(ops_of(fid), fi_ops, ops_open)?;
-            Ok(f(fid, name, flags, ops, context))
-        }
+        dispatch!(
+            "fi_open_ops",
+            fid,
+            (*fid).ops,
+            fi_ops,
+            ops_open(fid, name, flags, ops, context)
+        )
     })
 }
 
@@ -197,13 +176,13 @@ pub unsafe extern "C" fn fi_set_ops(
     context: *mut c_void,
 ) -> c_int {
     guard("fi_set_ops", || {
-        nonnull(fid, "fi_set_ops", "fid")?;
-        // SAFETY: fid is non-NULL and, by contract, a live object whose ops
-        // table (if any) is readable and outlives the call.
-        unsafe {
-            let f = crate::op!(ops_of(fid), fi_ops, ops_set)?;
-            Ok(f(fid, name, flags, ops, context))
-        }
+        dispatch!(
+            "fi_set_ops",
+            fid,
+            (*fid).ops,
+            fi_ops,
+            ops_set(fid, name, flags, ops, context)
+        )
     })
 }
 

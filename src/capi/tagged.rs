@@ -10,7 +10,6 @@
 use crate::abi::endpoint::fid_ep;
 use crate::abi::fabric::fi_addr_t;
 use crate::abi::tagged::{fi_msg_tagged, fi_ops_tagged};
-use crate::capi::endpoint::dispatch;
 use crate::capi::guard_ssize;
 use libc::{c_void, iovec, size_t, ssize_t};
 
@@ -235,7 +234,7 @@ pub unsafe extern "C" fn fi_tinjectdata(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capi::endpoint::fake::{self, fake_fn, p, Case};
+    use crate::capi::fake::{self, fake_fn, p, Case};
     use crate::error::Error;
     use std::mem::{size_of, zeroed};
     use std::ptr;

@@ -6,7 +6,7 @@
 
 use crate::abi::domain::{fi_ops_domain, fid_domain};
 use crate::abi::xpu::{fi_ops_xpu_ctx, fi_xpu_attr, fi_xpu_ctx_attr, fid_xpu_ctx};
-use crate::capi::{guard, nonnull};
+use crate::capi::guard;
 use libc::{c_int, c_void};
 
 /// Opens an XPU context on `domain` for the accelerator that `attr` names
@@ -25,11 +25,13 @@ pub unsafe extern "C" fn fi_xpu_ctx(
     context: *mut c_void,
 ) -> c_int {
     guard("fi_xpu_ctx", || {
-        nonnull(domain, "fi_xpu_ctx", "domain")?;
-        // SAFETY: domain is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*domain).ops, fi_ops_domain, xpu_ctx) }?;
-        // SAFETY: dispatch to the domain's own provider.
-        Ok(unsafe { f(domain, attr, ctx, context) })
+        dispatch!(
+            "fi_xpu_ctx",
+            domain,
+            (*domain).ops,
+            fi_ops_domain,
+            xpu_ctx(domain, attr, ctx, context)
+        )
     })
 }
 
@@ -45,11 +47,13 @@ pub unsafe extern "C" fn fi_xpu_ctx_query(
     attr: *mut fi_xpu_ctx_attr,
 ) -> c_int {
     guard("fi_xpu_ctx_query", || {
-        nonnull(ctx, "fi_xpu_ctx_query", "ctx")?;
-        // SAFETY: ctx is non-NULL and, by contract, live.
-        let f = unsafe { crate::op!((*ctx).ops, fi_ops_xpu_ctx, query) }?;
-        // SAFETY: dispatch to the context's own provider.
-        Ok(unsafe { f(ctx, attr) })
+        dispatch!(
+            "fi_xpu_ctx_query",
+            ctx,
+            (*ctx).ops,
+            fi_ops_xpu_ctx,
+            query(ctx, attr)
+        )
     })
 }
 
