@@ -7,87 +7,103 @@
 //! writers on slots that are being reused: they may read stale values, never
 //! freed memory.
 //!
-//! Chunk `0` holds indices `[0, 2^base)`; chunks `1..=fixed-base` double
-//! (`[2^(base+j-1), 2^(base+j))`); past `2^fixed` every chunk holds `2^fixed`
+//! Chunk `0` holds indices `[0, 2^BASE)`; chunks `1..=FIXED-BASE` double
+//! (`[2^(BASE+j-1), 2^(BASE+j))`); past `2^FIXED` every chunk holds `2^FIXED`
 //! elements. Doubling keeps a small registry small, the fixed tail bounds the
 //! memory allocated ahead of use to one chunk.
 
 use std::sync::OnceLock;
 
-pub(crate) struct Chunks<T> {
-    chunks: Box<[OnceLock<Box<[T]>>]>,
-    base: u32,
-    fixed: u32,
+/// A value written often, kept off the cache lines that readers use (128
+/// bytes: x86's adjacent-line prefetcher pulls lines in pairs).
+#[derive(Default)]
+#[repr(align(128))]
+pub(crate) struct Padded<T>(pub T);
+
+impl<T> std::ops::Deref for Padded<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
 }
 
-impl<T: Default> Chunks<T> {
-    /// Storage for indices below `limit`; `base <= fixed`.
-    pub(crate) fn new(base: u32, fixed: u32, limit: usize) -> Chunks<T> {
-        debug_assert!(base <= fixed && fixed < usize::BITS);
-        let last = Self::locate_with(base, fixed, limit.max(1) - 1).0;
+pub(crate) struct Chunks<T, const BASE: u32, const FIXED: u32> {
+    chunks: Box<[OnceLock<Box<[T]>>]>,
+}
+
+impl<T: Default, const BASE: u32, const FIXED: u32> Chunks<T, BASE, FIXED> {
+    const OK: () = assert!(BASE <= FIXED && FIXED < usize::BITS);
+
+    /// Storage for indices below `limit` (at least).
+    pub(crate) fn new(limit: usize) -> Self {
+        #[allow(clippy::let_unit_value)]
+        let () = Self::OK;
+        let last = Self::locate(limit.max(1) - 1).0;
         Chunks {
             chunks: (0..=last).map(|_| OnceLock::new()).collect(),
-            base,
-            fixed,
         }
     }
 
-    fn locate_with(base: u32, fixed: u32, i: usize) -> (usize, usize) {
-        if i < 1 << base {
+    #[inline(always)]
+    fn locate(i: usize) -> (usize, usize) {
+        if i < 1 << BASE {
             (0, i)
-        } else if i < 1 << fixed {
+        } else if i < 1 << FIXED {
             let hb = usize::BITS - 1 - i.leading_zeros();
-            ((hb - base + 1) as usize, i - (1 << hb))
+            ((hb - BASE + 1) as usize, i - (1 << hb))
         } else {
             (
-                (fixed - base) as usize + (i >> fixed),
-                i & ((1 << fixed) - 1),
+                (FIXED - BASE) as usize + (i >> FIXED),
+                i & ((1 << FIXED) - 1),
             )
         }
     }
 
-    fn chunk_len(&self, c: usize) -> usize {
-        let steps = (self.fixed - self.base) as usize;
+    fn chunk_len(c: usize) -> usize {
+        let steps = (FIXED - BASE) as usize;
         if c == 0 {
-            1 << self.base
+            1 << BASE
         } else if c <= steps {
-            1 << (self.base as usize + c - 1)
+            1 << (BASE as usize + c - 1)
         } else {
-            1 << self.fixed
+            1 << FIXED
         }
     }
 
     /// The element at `i`, if its chunk exists. Never blocks.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn get(&self, i: usize) -> Option<&T> {
-        let (c, off) = Self::locate_with(self.base, self.fixed, i);
+        let (c, off) = Self::locate(i);
         self.chunks.get(c)?.get()?.get(off)
-    }
-
-    /// The element at `i`, allocating its chunk if needed (writers only:
-    /// this may wait for another thread allocating the same chunk). `None`
-    /// past the limit given to [`Chunks::new`].
-    pub(crate) fn get_or_alloc(&self, i: usize) -> Option<&T> {
-        let (c, off) = Self::locate_with(self.base, self.fixed, i);
-        let cell = self.chunks.get(c)?;
-        let len = self.chunk_len(c);
-        cell.get_or_init(|| std::iter::repeat_with(T::default).take(len).collect())
-            .get(off)
     }
 
     /// Elements `[i, i + n)`, if they exist and lie in one chunk. Never
     /// blocks.
     #[inline]
     pub(crate) fn slice(&self, i: usize, n: usize) -> Option<&[T]> {
-        let (c, off) = Self::locate_with(self.base, self.fixed, i);
+        let (c, off) = Self::locate(i);
         self.chunks.get(c)?.get()?.get(off..off.checked_add(n)?)
+    }
+
+    /// The element at `i`, allocating its chunk if needed (writers only:
+    /// this may wait for another thread allocating the same chunk). `None`
+    /// past the limit given to [`Chunks::new`].
+    pub(crate) fn get_or_alloc(&self, i: usize) -> Option<&T> {
+        let (c, off) = Self::locate(i);
+        let cell = self.chunks.get(c)?;
+        cell.get_or_init(|| {
+            std::iter::repeat_with(T::default)
+                .take(Self::chunk_len(c))
+                .collect()
+        })
+        .get(off)
     }
 
     /// Elements allocated so far (capacity), for memory accounting.
     pub(crate) fn allocated(&self) -> usize {
         (0..self.chunks.len())
             .filter(|&c| self.chunks[c].get().is_some())
-            .map(|c| self.chunk_len(c))
+            .map(Self::chunk_len)
             .sum()
     }
 
@@ -104,7 +120,7 @@ mod tests {
 
     #[test]
     fn indices_map_to_distinct_elements() {
-        let c: Chunks<AtomicU64> = Chunks::new(2, 4, 100);
+        let c: Chunks<AtomicU64, 2, 4> = Chunks::new(100);
         for i in 0..100 {
             c.get_or_alloc(i)
                 .unwrap()
@@ -120,16 +136,13 @@ mod tests {
 
     #[test]
     fn chunk_lengths_cover_every_index_once() {
-        let (base, fixed) = (3u32, 6u32);
-        let c: Chunks<u8> = Chunks::new(base, fixed, 1000);
+        type C = Chunks<u8, 3, 6>;
+        let c: C = Chunks::new(1000);
         let mut start = 0usize;
         for k in 0..c.chunks.len() {
-            let len = c.chunk_len(k);
-            assert_eq!(Chunks::<u8>::locate_with(base, fixed, start), (k, 0));
-            assert_eq!(
-                Chunks::<u8>::locate_with(base, fixed, start + len - 1),
-                (k, len - 1)
-            );
+            let len = C::chunk_len(k);
+            assert_eq!(C::locate(start), (k, 0));
+            assert_eq!(C::locate(start + len - 1), (k, len - 1));
             start += len;
         }
         assert!(start >= 1000);
@@ -137,7 +150,7 @@ mod tests {
 
     #[test]
     fn get_does_not_allocate() {
-        let c: Chunks<u8> = Chunks::new(4, 8, 1 << 12);
+        let c: Chunks<u8, 4, 8> = Chunks::new(1 << 12);
         assert!(c.get(0).is_none());
         assert_eq!(c.allocated(), 0);
         c.get_or_alloc(300).unwrap();

@@ -24,6 +24,7 @@
 //! read may have been cleared for reuse under it (the writer fences before
 //! clearing, so such a reader is certain to see the new version).
 
+use super::chunks::Padded;
 use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
@@ -65,8 +66,8 @@ pub(crate) struct Index {
     tables: Box<[[OnceLock<Table>; 2]]>,
     /// `version << 8 | class << 1 | ab`.
     current: AtomicU64,
-    writer: Mutex<Writer>,
     seed: (u64, u64),
+    writer: Padded<Mutex<Writer>>,
 }
 
 fn class_of(cur: u64) -> usize {
@@ -87,8 +88,8 @@ impl Index {
         Index {
             tables,
             current: AtomicU64::new(1 << 8),
-            writer: Mutex::new(Writer { live: 0, used: 0 }),
             seed,
+            writer: Padded(Mutex::new(Writer { live: 0, used: 0 })),
         }
     }
 
@@ -323,6 +324,52 @@ mod tests {
             ix.allocated_bytes() < 4 * 32768 * 12,
             "{}",
             ix.allocated_bytes()
+        );
+    }
+
+    #[test]
+    fn readers_do_not_wait_for_a_writer() {
+        let ix = Index::new(5);
+        assert!(ix.insert(7, 70));
+        let guard = ix.lock();
+        let found = std::thread::scope(|s| s.spawn(|| ix.lookup(7).0).join().unwrap());
+        drop(guard);
+        assert_eq!(found, Some(70));
+    }
+
+    #[test]
+    fn a_key_live_throughout_is_found_across_rebuilds() {
+        let ix = Index::new(6);
+        assert!(ix.insert(u64::MAX - 1, 1234));
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for round in 0..300u64 {
+                    for k in 0..64 {
+                        assert!(ix.insert((round << 8) | k, k as u32));
+                    }
+                    for k in 0..64 {
+                        assert!(ix.remove((round << 8) | k));
+                    }
+                }
+                stop.store(true, Ordering::Relaxed);
+            });
+            while !stop.load(Ordering::Relaxed) {
+                loop {
+                    let (found, v) = ix.lookup(u64::MAX - 1);
+                    if found == Some(1234) {
+                        break;
+                    }
+                    // A miss or a wrong slot only while a rebuild moved
+                    // the table under the reader.
+                    assert!(!ix.unchanged(v), "lost a live key: {found:?}");
+                }
+            }
+        });
+        assert_eq!(ix.lookup(u64::MAX - 1).0, Some(1234));
+        assert!(
+            ix.current.load(Ordering::Relaxed) >> 8 > 100,
+            "rebuilds happened"
         );
     }
 

@@ -9,7 +9,7 @@
 //! seqlock tells it to retry. Writers fence (release) before they fill a
 //! block, as for slots.
 
-use super::chunks::Chunks;
+use super::chunks::{Chunks, Padded};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// Most iovs one region may have (Linux's `IOV_MAX`).
@@ -19,12 +19,19 @@ const MAX_BLOCKS: usize = 1 << 24;
 const CLASSES: usize = MAX_IOVS.trailing_zeros() as usize + 1;
 
 struct Class {
-    words: Chunks<AtomicU64>,
+    // 4,096 words (32 KiB) first, then doubling: a block (at most 2,048
+    // words) never straddles two chunks.
+    words: Chunks<AtomicU64, 12, 40>,
+    /// log2 of the words per block.
+    shift: u32,
+    free: Padded<FreeList>,
+}
+
+#[derive(Default)]
+struct FreeList {
     /// `tag << 32 | (block + 1)`; the next free block + 1 is in word 0.
     head: AtomicU64,
     fresh: AtomicUsize,
-    /// log2 of the words per block.
-    shift: u32,
 }
 
 pub(crate) struct IovPool {
@@ -41,12 +48,9 @@ impl IovPool {
         IovPool {
             classes: (0..CLASSES)
                 .map(|c| Class {
-                    // 4,096 words (32 KiB) first, then doubling: a block
-                    // (at most 2,048 words) never straddles two chunks.
-                    words: Chunks::new(12, 40, MAX_BLOCKS << (c + 1)),
-                    head: AtomicU64::new(0),
-                    fresh: AtomicUsize::new(0),
+                    words: Chunks::new(MAX_BLOCKS << (c + 1)),
                     shift: c as u32 + 1,
+                    free: Padded::default(),
                 })
                 .collect(),
         }
@@ -55,13 +59,13 @@ impl IovPool {
     /// A block for `n` iovs (`2 <= n <= MAX_IOVS`), owned by the caller.
     pub(crate) fn alloc(&self, n: usize) -> Option<u32> {
         let cl = self.classes.get(class_of(n))?;
-        let mut h = cl.head.load(Ordering::Acquire);
+        let mut h = cl.free.head.load(Ordering::Acquire);
         loop {
             let top = h as u32;
             if top == 0 {
-                let b = cl.fresh.fetch_add(1, Ordering::Relaxed);
+                let b = cl.free.fresh.fetch_add(1, Ordering::Relaxed);
                 if b >= MAX_BLOCKS {
-                    cl.fresh.fetch_sub(1, Ordering::Relaxed);
+                    cl.free.fresh.fetch_sub(1, Ordering::Relaxed);
                     return None;
                 }
                 let last = ((b + 1) << cl.shift) - 1;
@@ -74,6 +78,7 @@ impl IovPool {
                 .map_or(0, |w| w.load(Ordering::Relaxed) & 0xffff_ffff);
             let new = (((h >> 32) + 1) << 32) | next;
             match cl
+                .free
                 .head
                 .compare_exchange_weak(h, new, Ordering::AcqRel, Ordering::Acquire)
             {
@@ -91,11 +96,12 @@ impl IovPool {
         let Some(w0) = cl.words.get((block as usize) << cl.shift) else {
             return;
         };
-        let mut h = cl.head.load(Ordering::Relaxed);
+        let mut h = cl.free.head.load(Ordering::Relaxed);
         loop {
             w0.store(h & 0xffff_ffff, Ordering::Relaxed);
             let new = (((h >> 32) + 1) << 32) | (u64::from(block) + 1);
             match cl
+                .free
                 .head
                 .compare_exchange_weak(h, new, Ordering::Release, Ordering::Relaxed)
             {

@@ -57,7 +57,11 @@ impl Default for Config {
 /// near-simultaneous view).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Stats {
+    /// Registrations minus closes.
     pub live_regions: usize,
+    /// Bytes of the live regions, summed over them when asked (a counter
+    /// would add two atomic read-modify-writes to every register/close
+    /// pair, a quarter of its cost).
     pub live_bytes: u64,
     pub registrations: u64,
     pub closes: u64,
@@ -72,14 +76,13 @@ pub struct Stats {
 }
 
 #[derive(Default)]
-#[repr(align(64))]
+#[repr(align(128))]
 struct Counters {
-    live: AtomicUsize,
-    live_bytes: AtomicU64,
     registrations: AtomicU64,
     closes: AtomicU64,
     failures: AtomicU64,
     denied: AtomicU64,
+    legacy_keys: AtomicU64,
 }
 
 /// A consistent copy of a slot's words.
@@ -96,7 +99,7 @@ pub(crate) struct Snap {
 }
 
 impl Snap {
-    #[inline]
+    #[inline(always)]
     pub(crate) fn load(s: &Slot, seq: u64) -> Snap {
         Snap {
             seq,
@@ -127,7 +130,6 @@ pub struct Registry {
     counters: Counters,
     pub(crate) mapped: Mutex<HashMap<u64, usize>>,
     pub(crate) mapped_total: AtomicUsize,
-    legacy_ctr: AtomicU64,
 }
 
 /// The byte ranges `[start, end)` of a region in virtual memory.
@@ -187,7 +189,6 @@ impl Registry {
             counters: Counters::default(),
             mapped: Mutex::new(HashMap::new()),
             mapped_total: AtomicUsize::new(0),
-            legacy_ctr: AtomicU64::new(0),
         })
     }
 
@@ -230,7 +231,7 @@ impl Registry {
         h
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn slot(&self, i: u32) -> Option<&Slot> {
         self.slots.get(i)
     }
@@ -325,11 +326,13 @@ impl Registry {
         }
         let virt = req.flags.contains(RegFlags::VIRT_ADDR);
         // What the slot and the pool will hold (see verify.rs).
-        let (base, len, pairs): (u64, u64, Ranges) = if virt {
+        let (base, len, pairs): (u64, u64, Ranges) = if req.iovs.len() == 1 {
+            (req.iovs[0].0, total, Vec::new())
+        } else if virt {
             let m = merge(req.iovs.iter().map(|&(b, l)| (b, b + l)).collect());
             let bytes = m.iter().map(|r| r.1 - r.0).sum();
             (m[0].0, bytes, if m.len() > 1 { m } else { Vec::new() })
-        } else if req.iovs.len() > 1 {
+        } else {
             let mut end = 0;
             let p = req
                 .iovs
@@ -340,8 +343,6 @@ impl Registry {
                 })
                 .collect();
             (req.iovs[0].0, total, p)
-        } else {
-            (req.iovs[0].0, total, Vec::new())
         };
         let mut meta = meta_word(
             req.access,
@@ -361,7 +362,7 @@ impl Registry {
         let r = self.place(req, parent, base, len, meta, &pairs);
         if r.is_err() {
             if let Some(p) = parent.and_then(|p| self.slot(p)) {
-                p.meta.fetch_sub(CHILD_ONE, Ordering::AcqRel);
+                p.seq.fetch_sub(CHILD_ONE, Ordering::AcqRel);
             }
         }
         if r.is_ok() && req.sub_mr_cnt > 0 {
@@ -371,7 +372,8 @@ impl Registry {
     }
 
     /// Checks a sub-region against its base and counts it as the base's
-    /// child. Returns the base's meta word.
+    /// child (in the base's `seq`, so that the base cannot close meanwhile).
+    /// Returns the base's meta word.
     fn adopt(&self, p: &Handle, req: &Request) -> Result<u64> {
         let (snap, ranges) = self.ranges(p.slot).ok_or(Error::INVAL)?;
         if gen_of(snap.seq) != p.gen || snap.key != p.key {
@@ -385,32 +387,25 @@ impl Registry {
             return Err(Error::INVAL);
         }
         let ps = self.slot(p.slot).ok_or(Error::INVAL)?;
-        let mut cur = ps.meta.load(Ordering::Acquire);
+        // Same generation as the snapshot: its meta and ranges still hold.
+        let mut cur = snap.seq;
         loop {
-            if cur & CLOSED != 0 {
+            if cur & READY == 0 || gen_of(cur) != p.gen {
                 return Err(Error::INVAL);
             }
             if cur & CHILD_MASK == CHILD_MASK {
                 return Err(Error::NOSPC);
             }
-            match ps.meta.compare_exchange_weak(
+            match ps.seq.compare_exchange_weak(
                 cur,
                 cur + CHILD_ONE,
                 Ordering::AcqRel,
                 Ordering::Acquire,
             ) {
-                Ok(_) => break,
+                Ok(_) => return Ok(snap.meta),
                 Err(v) => cur = v,
             }
         }
-        // The base could have been closed (and its slot reused) between the
-        // snapshot and the count: then the count went to another region.
-        let s = ps.seq.load(Ordering::Acquire);
-        if s & READY == 0 || gen_of(s) != p.gen {
-            ps.meta.fetch_sub(CHILD_ONE, Ordering::AcqRel);
-            return Err(Error::INVAL);
-        }
-        Ok(cur)
     }
 
     /// A validated snapshot of slot `i` and the region's virtual ranges.
@@ -486,7 +481,7 @@ impl Registry {
                 if k != KEY_NOTAVAIL {
                     break k;
                 }
-                gen += 1;
+                gen = (gen + 1) & GEN_MASK;
             }
         };
         // Readers that raced with the slot's last close must see its new
@@ -526,8 +521,6 @@ impl Registry {
             .store((gen << GEN_SHIFT) | READY | enabled, Ordering::Release);
         let c = &self.counters;
         c.registrations.fetch_add(1, Ordering::Relaxed);
-        c.live.fetch_add(1, Ordering::Relaxed);
-        c.live_bytes.fetch_add(len, Ordering::Relaxed);
         Ok(Handle {
             slot: idx,
             gen,
@@ -540,50 +533,28 @@ impl Registry {
     /// sub-regions. On error nothing changes.
     pub fn close(&self, h: &Handle) -> Result<()> {
         let slot = self.slot(h.slot).ok_or(Error::INVAL)?;
-        let s = slot.seq.load(Ordering::Acquire);
-        if s & READY == 0 || gen_of(s) != h.gen {
-            return Err(Error::INVAL);
-        }
-        // Claim the close; refuse while sub-regions live.
-        let mut m = slot.meta.load(Ordering::Acquire);
-        loop {
-            if m & CLOSED != 0 {
-                return Err(Error::INVAL);
-            }
-            if m & CHILD_MASK != 0 {
-                return Err(Error::BUSY);
-            }
-            match slot.meta.compare_exchange_weak(
-                m,
-                m | CLOSED,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => break,
-                Err(v) => m = v,
-            }
-        }
-        // Take the slot from readers; enable/consume/bind may move `seq`
-        // meanwhile, a reuse cannot (CLOSED is ours).
+        // One CAS takes the slot from readers, unless sub-regions live
+        // (they count in `seq`, so none can be added meanwhile).
         let mut s = slot.seq.load(Ordering::Acquire);
         loop {
             if s & READY == 0 || gen_of(s) != h.gen {
-                // A stale handle raced a reuse of the slot: undo.
-                slot.meta.fetch_and(!CLOSED, Ordering::AcqRel);
                 return Err(Error::INVAL);
             }
-            let next = (gen_of(s) + 1) << GEN_SHIFT;
-            match slot
-                .seq
-                .compare_exchange_weak(s, next, Ordering::AcqRel, Ordering::Acquire)
-            {
+            if s & CHILD_MASK != 0 {
+                return Err(Error::BUSY);
+            }
+            match slot.seq.compare_exchange_weak(
+                s,
+                next_gen(s),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
                 Ok(_) => break,
                 Err(v) => s = v,
             }
         }
         let key = slot.key.load(Ordering::Relaxed);
         let links = slot.links.load(Ordering::Relaxed);
-        let len = slot.len.load(Ordering::Relaxed);
         if let Some(ix) = &self.index {
             ix.remove(key);
         }
@@ -592,12 +563,10 @@ impl Registry {
             self.pool.free(n, links_block(links));
         }
         if let Some(p) = links_parent(links).and_then(|p| self.slot(p)) {
-            p.meta.fetch_sub(CHILD_ONE, Ordering::AcqRel);
+            p.seq.fetch_sub(CHILD_ONE, Ordering::AcqRel);
         }
         let c = &self.counters;
         c.closes.fetch_add(1, Ordering::Relaxed);
-        c.live.fetch_sub(1, Ordering::Relaxed);
-        c.live_bytes.fetch_sub(len, Ordering::Relaxed);
         self.slots.push(h.slot);
         Ok(())
     }
@@ -675,7 +644,7 @@ impl Registry {
             len: s.len,
             iov_count: links_iovs(s.links),
             parent: links_parent(s.links),
-            children: meta_children(s.meta),
+            children: children_of(s.seq),
             iface: meta_iface(s.meta),
             page_size: meta_page_size(s.meta),
             has_auth: s.meta & META_AUTH != 0,
@@ -709,13 +678,16 @@ impl Registry {
         }
     }
 
+    /// The counters; O(slots ever used) for `live_bytes`.
     pub fn stats(&self) -> Stats {
         let c = &self.counters;
+        let closes = c.closes.load(Ordering::Relaxed);
+        let registrations = c.registrations.load(Ordering::Relaxed);
         Stats {
-            live_regions: c.live.load(Ordering::Relaxed),
-            live_bytes: c.live_bytes.load(Ordering::Relaxed),
-            registrations: c.registrations.load(Ordering::Relaxed),
-            closes: c.closes.load(Ordering::Relaxed),
+            live_regions: registrations.saturating_sub(closes) as usize,
+            live_bytes: self.live_regions().iter().map(|r| r.len).sum(),
+            registrations,
+            closes,
             failures: c.failures.load(Ordering::Relaxed),
             denied: c.denied.load(Ordering::Relaxed),
             mapped_keys: self.mapped_total.load(Ordering::Relaxed),
@@ -757,7 +729,7 @@ impl Registry {
             return self.register(&req).map_or(KEY_NOTAVAIL, |h| h.key);
         }
         loop {
-            let mut st = self.secret ^ self.legacy_ctr.fetch_add(1, Ordering::Relaxed);
+            let mut st = self.secret ^ self.counters.legacy_keys.fetch_add(1, Ordering::Relaxed);
             req.requested_key = splitmix(&mut st) & self.max_key();
             match self.register(&req) {
                 Ok(h) => return h.key,
@@ -776,7 +748,9 @@ impl Registry {
 
     /// Live regions.
     pub fn len(&self) -> usize {
-        self.counters.live.load(Ordering::Relaxed)
+        let closes = self.counters.closes.load(Ordering::Relaxed);
+        let registrations = self.counters.registrations.load(Ordering::Relaxed);
+        registrations.saturating_sub(closes) as usize
     }
 
     pub fn is_empty(&self) -> bool {

@@ -10,20 +10,23 @@
 //! sees the changed `seq`. No reader ever waits for a writer.
 //!
 //! `seq`: bit 0 `READY` (published), bit 1 `ENABLED`, bit 2 `CONSUMED`,
-//! bits 3-4 bindings, bits 5.. the generation (59 bits; it grows on every
-//! close, so a (slot, generation) pair is never live twice).
+//! bits 3-4 bindings, bits 5-23 the number of live sub-regions, bits 24-63
+//! the generation (40 bits; it grows on every close, so a (slot,
+//! generation) pair is live again only after 2^40 reuses of the slot, as
+//! often as a provider key can repeat). All of a region's state changes are
+//! one CAS on `seq`: close (only with no sub-regions), enable, bind,
+//! consume, and adding or removing a sub-region. A reader whose snapshot
+//! raced any of them retries.
 //!
-//! `meta`: bits 0-7 access (`Access` bits 6..13, shifted down by 6), 8-15
-//! `RegFlags`, 16-19 iface, 20-25 log2(page size) + 1 (0 = none), 26 has an
-//! auth key; bits 32-62 the live sub-region count, bit 63 `CLOSED` (set by
-//! close when that count is 0, so a sub-region cannot be added under a base
-//! that is going away).
+//! `meta` (written only while the slot is not `READY`): bits 0-7 access
+//! (`Access` bits 6..13, shifted down by 6), 8-15 `RegFlags`, 16-19 iface,
+//! 20-25 log2(page size) + 1 (0 = none), 26 has an auth key.
 //!
 //! `links`: bits 0-24 parent slot + 1 (0 = none), 25-39 iov count (0 or 1:
 //! the single iov is `base`/`len` itself), 40-63 iov block index. While the
 //! slot is free, `links` holds the next free slot + 1.
 
-use super::chunks::Chunks;
+use super::chunks::{Chunks, Padded};
 use super::region::{Access, Bindings, RegFlags};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
@@ -31,12 +34,12 @@ pub(crate) const READY: u64 = 1 << 0;
 pub(crate) const ENABLED: u64 = 1 << 1;
 pub(crate) const CONSUMED: u64 = 1 << 2;
 pub(crate) const BIND_SHIFT: u32 = 3;
-pub(crate) const GEN_SHIFT: u32 = 5;
+pub(crate) const CHILD_ONE: u64 = 1 << 5;
+pub(crate) const CHILD_MASK: u64 = ((1 << 19) - 1) << 5;
+pub(crate) const GEN_SHIFT: u32 = 24;
+pub(crate) const GEN_MASK: u64 = (1 << 40) - 1;
 
 pub(crate) const META_AUTH: u64 = 1 << 26;
-pub(crate) const CHILD_ONE: u64 = 1 << 32;
-pub(crate) const CHILD_MASK: u64 = 0x7fff_ffff << 32;
-pub(crate) const CLOSED: u64 = 1 << 63;
 
 pub(crate) const PARENT_MASK: u64 = (1 << 25) - 1;
 pub(crate) const IOVS_SHIFT: u32 = 25;
@@ -63,12 +66,23 @@ pub(crate) fn gen_of(seq: u64) -> u64 {
     seq >> GEN_SHIFT
 }
 
+/// The `seq` of the next generation, not `READY`.
+#[inline]
+pub(crate) fn next_gen(seq: u64) -> u64 {
+    ((gen_of(seq) + 1) & GEN_MASK) << GEN_SHIFT
+}
+
+#[inline]
+pub(crate) fn children_of(seq: u64) -> u32 {
+    ((seq & CHILD_MASK) >> 5) as u32
+}
+
 #[inline]
 pub(crate) fn bindings_of(seq: u64) -> Bindings {
     Bindings::from_bits_truncate((seq >> BIND_SHIFT) as u8)
 }
 
-/// The `meta` word for a new region (no sub-regions, not closed).
+/// The `meta` word of a new region.
 pub(crate) fn meta_word(
     access: Access,
     flags: RegFlags,
@@ -107,10 +121,6 @@ pub(crate) fn meta_page_size(meta: u64) -> u64 {
 /// Bits of `meta` a sub-region inherits from its base (iface, page size).
 pub(crate) const META_INHERIT: u64 = (0xf << 16) | (0x3f << 20);
 
-pub(crate) fn meta_children(meta: u64) -> u32 {
-    ((meta & CHILD_MASK) >> 32) as u32
-}
-
 pub(crate) fn links_word(parent: Option<u32>, iovs: usize, block: u32) -> u64 {
     parent.map_or(0, |p| u64::from(p) + 1)
         | ((iovs as u64 & IOVS_MASK) << IOVS_SHIFT)
@@ -138,31 +148,36 @@ pub(crate) fn links_block(links: u64) -> u32 {
 /// The slots of one registry and their free list (a Treiber stack whose
 /// head carries an ABA tag: `tag << 32 | (index + 1)`).
 pub(crate) struct Slots {
-    slots: Chunks<Slot>,
-    head: AtomicU64,
-    fresh: AtomicUsize,
+    /// 256 slots (16 KiB) first, doubling to chunks of 16,384 (1 MiB).
+    slots: Chunks<Slot, 8, 14>,
     limit: usize,
+    free: Padded<FreeList>,
+}
+
+#[derive(Default)]
+struct FreeList {
+    head: AtomicU64,
+    /// Slots handed out so far from fresh storage.
+    fresh: AtomicUsize,
 }
 
 impl Slots {
     pub(crate) fn new(limit: usize) -> Slots {
         Slots {
-            // 256 slots (16 KiB) first, doubling to chunks of 16,384 (1 MiB).
-            slots: Chunks::new(8, 14, limit),
-            head: AtomicU64::new(0),
-            fresh: AtomicUsize::new(0),
+            slots: Chunks::new(limit),
             limit,
+            free: Padded::default(),
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn get(&self, i: u32) -> Option<&Slot> {
         self.slots.get(i as usize)
     }
 
     /// A free slot, owned by the caller until it publishes or pushes it.
     pub(crate) fn pop(&self) -> Option<u32> {
-        let mut h = self.head.load(Ordering::Acquire);
+        let mut h = self.free.head.load(Ordering::Acquire);
         loop {
             let top = h as u32;
             if top == 0 {
@@ -175,6 +190,7 @@ impl Slots {
                 .map_or(0, |s| s.links.load(Ordering::Relaxed) & 0xffff_ffff);
             let new = (((h >> 32) + 1) << 32) | next;
             match self
+                .free
                 .head
                 .compare_exchange_weak(h, new, Ordering::AcqRel, Ordering::Acquire)
             {
@@ -185,9 +201,9 @@ impl Slots {
     }
 
     fn fresh(&self) -> Option<u32> {
-        let i = self.fresh.fetch_add(1, Ordering::Relaxed);
+        let i = self.free.fresh.fetch_add(1, Ordering::Relaxed);
         if i >= self.limit {
-            self.fresh.fetch_sub(1, Ordering::Relaxed);
+            self.free.fresh.fetch_sub(1, Ordering::Relaxed);
             return None;
         }
         self.slots.get_or_alloc(i)?;
@@ -197,11 +213,12 @@ impl Slots {
     /// Returns a slot that nobody can reach any more.
     pub(crate) fn push(&self, i: u32) {
         let Some(slot) = self.get(i) else { return };
-        let mut h = self.head.load(Ordering::Relaxed);
+        let mut h = self.free.head.load(Ordering::Relaxed);
         loop {
             slot.links.store(h & 0xffff_ffff, Ordering::Relaxed);
             let new = (((h >> 32) + 1) << 32) | (u64::from(i) + 1);
             match self
+                .free
                 .head
                 .compare_exchange_weak(h, new, Ordering::Release, Ordering::Relaxed)
             {
@@ -213,7 +230,7 @@ impl Slots {
 
     /// Allocates ahead so that `n` more fresh slots exist.
     pub(crate) fn reserve(&self, n: usize) {
-        let from = self.fresh.load(Ordering::Relaxed);
+        let from = self.free.fresh.load(Ordering::Relaxed);
         let to = from.saturating_add(n).min(self.limit);
         let mut i = from;
         while i < to {
@@ -229,7 +246,7 @@ impl Slots {
 
     /// Slots ever handed out (an upper bound on live slot indices).
     pub(crate) fn high_water(&self) -> usize {
-        self.fresh.load(Ordering::Relaxed).min(self.limit)
+        self.free.fresh.load(Ordering::Relaxed).min(self.limit)
     }
 
     pub(crate) fn limit(&self) -> usize {
@@ -256,7 +273,12 @@ mod tests {
         assert_eq!(meta_iface(m), 5);
         assert_eq!(meta_page_size(m), 1 << 21);
         assert_ne!(m & META_AUTH, 0);
-        assert_eq!(m & (CHILD_MASK | CLOSED), 0);
+        assert_eq!(m >> 32, 0);
+        let seq = (GEN_MASK << GEN_SHIFT) | CHILD_MASK | READY;
+        assert_eq!(gen_of(seq), GEN_MASK);
+        assert_eq!(children_of(seq), (1 << 19) - 1);
+        assert_eq!(next_gen(seq), 0, "the generation wraps at 2^40");
+        assert_eq!(gen_of(next_gen(7 << GEN_SHIFT | CHILD_ONE | READY)), 8);
         assert_eq!(meta_page_size(meta_word(a, f, 0, None, false)), 0);
         assert_eq!(
             meta_access(meta_word(Access::all(), f, 0, None, false)),

@@ -176,6 +176,76 @@ fn run(prov: bool, total: usize) {
     );
 }
 
+/// Sub-regions come and go under one base from two threads while a third
+/// keeps trying to close the base and a fourth verifies it: the base
+/// closes only once no sub-region is left, and stays valid until then.
+#[test]
+fn concurrent_sub_regions_and_base_close() {
+    let r = Registry::with_config(Config {
+        secret: Some(77),
+        ..Config::default()
+    })
+    .unwrap();
+    let rounds = (stress_n() / 400).max(10);
+    for _ in 0..rounds {
+        let base = r
+            .register(&Request::new(&[(0x10_0000, 0x1000)], RW))
+            .unwrap();
+        let closed = AtomicBool::new(false);
+        // Odd while a close of the base is in flight.
+        let attempt = AtomicU64::new(0);
+        let live_subs = AtomicU64::new(0);
+        std::thread::scope(|s| {
+            for t in 0..2u64 {
+                let (r, closed, live_subs) = (&r, &closed, &live_subs);
+                s.spawn(move || {
+                    for i in 0..50u64 {
+                        let iov = [(0x10_0000 + (t * 64 + i) * 8, 8)];
+                        let mut q = Request::new(&iov, Access::REMOTE_READ);
+                        q.parent = Some(base);
+                        match r.register(&q) {
+                            Ok(h) => {
+                                live_subs.fetch_add(1, SeqCst);
+                                assert!(!closed.load(SeqCst), "sub-region under a closed base");
+                                assert!(r.verify(h.key(), 0, 8, Access::REMOTE_READ, None).is_ok());
+                                live_subs.fetch_sub(1, SeqCst);
+                                r.close(&h).unwrap();
+                            }
+                            Err(e) => {
+                                assert_eq!(e, Error::INVAL);
+                                return;
+                            }
+                        }
+                    }
+                });
+            }
+            s.spawn(|| loop {
+                attempt.fetch_add(1, SeqCst);
+                match r.close(&base) {
+                    Ok(()) => {
+                        closed.store(true, SeqCst);
+                        assert_eq!(live_subs.load(SeqCst), 0);
+                        return;
+                    }
+                    Err(e) => assert_eq!(e, Error::BUSY),
+                }
+                attempt.fetch_add(1, SeqCst);
+                std::thread::yield_now();
+            });
+            s.spawn(|| {
+                while !closed.load(SeqCst) {
+                    let a = attempt.load(SeqCst);
+                    let got = r.verify(base.key(), 0, 8, RW, None);
+                    if a & 1 == 0 && attempt.load(SeqCst) == a {
+                        assert!(got.is_ok(), "base refused while no close ran: {got:?}");
+                    }
+                }
+            });
+        });
+    }
+    assert_eq!(r.stats().live_regions, 0);
+}
+
 #[test]
 fn concurrent_register_close_verify_provider_keys() {
     run(true, stress_n());

@@ -152,7 +152,7 @@ impl Registry {
     }
 
     #[allow(clippy::too_many_arguments)]
-    #[inline]
+    #[inline(always)]
     fn check(
         &self,
         slot: u32,
@@ -218,6 +218,8 @@ impl Registry {
     /// caller's read window: garbage in (a torn read) gives garbage or
     /// `None` out, never a panic; the caller discards it unless the window
     /// validates.
+    #[cold]
+    #[inline(never)]
     fn multi(&self, snap: &Snap, n: usize, addr: u64, len: u64) -> Option<Pieces> {
         let w = self.pool.words(n, links_block(snap.links))?;
         let end = addr.checked_add(len)?;
