@@ -105,8 +105,8 @@ test-upstream-bin: deps lib
 test-install: lib
 	bash capi-tests/install.sh
 
-bench:
-	@echo "benchmarks arrive with the oxshm data path"
+bench: lib deps
+	BUILD=$(BUILD) bash bench/run.sh
 
 clean:
 	$(CARGO) clean

@@ -252,8 +252,13 @@ static int mr_mode_scalable_stays(void)
 static int mr_mode_unneeded_bits_cleared(void)
 {
 	int got;
-	/* oxshm needs none of these by default, so none come back. */
+	/*
+	 * oxshm needs none of these by default; it keeps only FI_MR_PROV_KEY
+	 * (its preferred key scheme) when the application supports it.
+	 */
 	CHECK_OK(mr_mode_result(MR_ALL_MODERN, &got));
+	CHECK(got == FI_MR_PROV_KEY);
+	CHECK_OK(mr_mode_result(MR_ALL_MODERN & ~FI_MR_PROV_KEY, &got));
 	CHECK(got == 0);
 	CHECK_OK(mr_mode_result(0, &got));
 	CHECK(got == 0);

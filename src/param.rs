@@ -105,6 +105,7 @@ fn builtin() -> Vec<Param> {
         core("mr_cache_monitor", ParamType::String, "How the MR cache learns of unmapped memory: userfaultfd, memhooks or disabled"),
         core("hmem_disable_p2p", ParamType::Bool, "Do not use peer-to-peer transfers for device memory"),
         ox("mr_mode", ParamType::String, "mr_mode bits oxshm domains require, as a number or a list of names (FI_MR_LOCAL|FI_MR_PROV_KEY)"),
+        ox("stats", ParamType::Bool, "Log each domain's registration statistics when it closes"),
     ]
 }
 

@@ -18,6 +18,12 @@ pub struct Provider {
     pub offers: fn(api_version: u32) -> Vec<Info>,
     /// mr_mode bits the provider's domains need (never cleared by hints).
     pub mr_required: fn() -> i32,
+    /// mr_mode bits the provider keeps when the application supports them
+    /// (it can run without them, but runs better with them).
+    pub mr_preferred: fn() -> i32,
+    /// Final touches to a matched offer (attributes that depend on what was
+    /// negotiated).
+    pub adjust: fn(&mut Info),
 }
 
 /// The providers, in the order fi_getinfo reports them.
@@ -69,6 +75,8 @@ pub fn getinfo(
         for offer in (prov.offers)(api_version) {
             match info::match_info(api_version, &offer, required, hints) {
                 Ok(mut got) => {
+                    keep_preferred(&mut got, hints, api_version, (prov.mr_preferred)());
+                    (prov.adjust)(&mut got);
                     apply_addr(&mut got, addr);
                     out.push(got);
                 }
@@ -89,6 +97,22 @@ pub fn getinfo(
         return Err(Error::NODATA);
     }
     Ok(out)
+}
+
+/// Adds the preferred mr_mode bits that the caller's hints say it supports
+/// (modern mr_mode only: not with FI_MR_BASIC/FI_MR_SCALABLE or before 1.5).
+fn keep_preferred(got: &mut Info, hints: Option<&Info>, api_version: u32, preferred: i32) {
+    use crate::abi::fabric as f;
+    let Some(supported) = hints.and_then(|h| h.domain.as_ref()).map(|d| d.mr_mode) else {
+        return;
+    };
+    let Some(d) = got.domain.as_mut() else { return };
+    let legacy = api_version < info::version(1, 5)
+        || d.mr_mode == f::FI_MR_BASIC
+        || d.mr_mode == f::FI_MR_SCALABLE;
+    if !legacy {
+        d.mr_mode |= preferred & supported;
+    }
 }
 
 fn apply_addr(info: &mut Info, addr: &AddrRequest) {

@@ -8,9 +8,10 @@ use super::object::{from_fid, nosys, slot, Header, Object, TAG_DOMAIN};
 use crate::abi::domain::*;
 use crate::abi::fabric::*;
 use crate::error::{Error, Result};
-use crate::mr::registry::Registry;
+use crate::mr::{Config, Registry};
 use crate::prov::info::MR_BASIC_MAP;
 use libc::{c_int, c_void};
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 #[repr(C)]
@@ -23,9 +24,22 @@ pub struct Domain {
     /// The mr_mode in force, with FI_MR_BASIC spelled out as its bits.
     pub mr_mode: i32,
     pub mr_iov_limit: usize,
-    pub keys: Registry,
+    pub registry: Registry,
+    /// The MR objects, one per engine slot.
+    pub mrs: mr::MrPool,
+    /// Opened with FI_HMEM: iface/device are read and HMEM flags allowed.
+    pub hmem: bool,
+    /// Opened with `auth_key_size == FI_AV_AUTH_KEY`.
+    pub av_auth_key: bool,
+    /// The domain's authorization key (used when a registration has none).
+    pub auth_key: Option<Vec<u8>>,
+    /// Registrations refused before they reached the engine.
+    failures: AtomicU64,
     /// EQ bound with fi_domain_bind, and its flags.
     eq: Mutex<Option<(*const Eq, u64)>>,
+    /// The bound EQ when its flags include FI_REG_MR (read on every
+    /// registration, so kept apart from the mutex).
+    reg_mr: AtomicPtr<Eq>,
 }
 
 // SAFETY: #[repr(C)] with fid_domain (which starts with struct fid) first.
@@ -45,7 +59,7 @@ static FI_OPS: fi_ops = fi_ops {
     size: std::mem::size_of::<fi_ops>(),
     close: Some(close),
     bind: Some(bind),
-    control: Some(nosys::control),
+    control: Some(control),
     ops_open: Some(nosys::ops_open),
     tostr: Some(nosys::tostr),
     ops_set: Some(nosys::ops_set),
@@ -100,7 +114,10 @@ pub unsafe fn open(
     context: *mut c_void,
 ) -> Result<*mut fid_domain> {
     // SAFETY: per the function contract.
-    let attr = unsafe { (*info).domain_attr };
+    let (attr, caps) = unsafe { ((*info).domain_attr, (*info).caps) };
+    let mut hmem = caps & FI_HMEM != 0;
+    let mut av_auth_key = false;
+    let mut auth_key = None;
     let (mut mr_mode, iov_limit) = if attr.is_null() {
         (0, super::info::MR_IOV_LIMIT)
     } else {
@@ -113,6 +130,14 @@ pub unsafe fn open(
                 crate::ox_log!(Warn, Domain, super::NAME, "no domain named {name}");
                 return Err(Error::NODATA);
             }
+        }
+        hmem |= a.caps & FI_HMEM != 0;
+        if a.auth_key_size == FI_AV_AUTH_KEY {
+            av_auth_key = true;
+        } else if a.auth_key_size > 0 && !a.auth_key.is_null() {
+            // SAFETY: auth_key holds auth_key_size bytes (fi_domain(3)).
+            auth_key =
+                Some(unsafe { std::slice::from_raw_parts(a.auth_key, a.auth_key_size) }.to_vec());
         }
         let limit = if a.mr_iov_limit == 0 {
             super::info::MR_IOV_LIMIT
@@ -137,6 +162,13 @@ pub unsafe fn open(
         );
         return Err(Error::INVAL);
     }
+    let registry = Registry::with_config(Config {
+        key_size: super::info::MR_KEY_SIZE,
+        prov_keys: mr_mode & FI_MR_PROV_KEY != 0,
+        secret: Some(key_secret()),
+        max_regions: super::info::MR_CNT,
+        max_iovs: iov_limit,
+    })?;
     fab.hdr.hold();
     let d = Box::new(Domain {
         fid: fid_domain {
@@ -153,21 +185,54 @@ pub unsafe fn open(
         api_version: fab.api_version,
         mr_mode,
         mr_iov_limit: iov_limit,
-        keys: Registry::new(super::info::MR_KEY_SIZE, key_secret()),
+        registry,
+        mrs: mr::MrPool::new(super::info::MR_CNT),
+        hmem,
+        av_auth_key,
+        auth_key,
+        failures: AtomicU64::new(0),
         eq: Mutex::new(None),
+        reg_mr: AtomicPtr::new(std::ptr::null_mut()),
     });
     Ok(Box::into_raw(d) as *mut fid_domain)
 }
 
 impl Domain {
+    /// Counts a registration refused before it reached the engine.
+    pub fn count_failure(&self) {
+        self.failures.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Writes the domain's registration statistics to the log (at close,
+    /// with FI_OXSHM_STATS=1).
+    fn log_stats(&self) {
+        let s = self.registry.stats();
+        let msg = format!(
+            "domain statistics: {} live MRs ({} bytes), {} registrations, {} closes, {} refused, {} remote accesses denied, {} mapped raw keys, {} bytes of engine state",
+            s.live_regions,
+            s.live_bytes,
+            s.registrations,
+            s.closes,
+            s.failures + self.failures.load(Ordering::Relaxed),
+            s.denied,
+            s.mapped_keys,
+            s.engine_bytes
+        );
+        crate::log::write_line(
+            super::NAME,
+            crate::log::Level::Info,
+            "domain",
+            "fi_close",
+            line!(),
+            &msg,
+        );
+    }
+
     /// The EQ that asynchronous registrations report to (FI_REG_MR binding).
     pub fn reg_mr_eq(&self) -> Option<&Eq> {
-        let g = self.eq.lock().unwrap_or_else(|e| e.into_inner());
-        match *g {
-            // SAFETY: a bound EQ cannot close before the domain releases it.
-            Some((eq, flags)) if flags & FI_REG_MR != 0 => Some(unsafe { &*eq }),
-            _ => None,
-        }
+        let p = self.reg_mr.load(Ordering::Acquire);
+        // SAFETY: a bound EQ cannot close before the domain releases it.
+        (!p.is_null()).then(|| unsafe { &*p })
     }
 }
 
@@ -175,17 +240,46 @@ unsafe extern "C" fn close(f: *mut fid) -> c_int {
     slot("fi_close", || {
         // SAFETY: from_fid checks the object.
         let d = unsafe { from_fid::<Domain>(f) }?;
-        if !d.keys.is_empty() {
+        if !d.registry.is_empty() {
+            let live = d.registry.live_regions();
             crate::ox_log!(
                 Warn,
                 Domain,
                 super::NAME,
                 "cannot close domain: {} memory region(s) still open",
-                d.keys.len()
+                live.len()
             );
+            for r in live.iter().take(16) {
+                crate::ox_log!(
+                    Warn,
+                    Domain,
+                    super::NAME,
+                    "  open MR: key 0x{:x}, address 0x{:x}, {} bytes",
+                    r.key,
+                    r.base_addr,
+                    r.len
+                );
+            }
+            if live.len() > 16 {
+                crate::ox_log!(
+                    Warn,
+                    Domain,
+                    super::NAME,
+                    "  ... and {} more",
+                    live.len() - 16
+                );
+            }
+            return Err(Error::BUSY);
+        }
+        let mapped = d.registry.mapped_count();
+        if mapped != 0 {
+            crate::ox_log!(Warn, Domain, super::NAME, "cannot close domain: {mapped} raw key(s) mapped with fi_mr_map_raw are not unmapped");
             return Err(Error::BUSY);
         }
         d.hdr.begin_close("domain")?;
+        if stats_enabled() {
+            d.log_stats();
+        }
         if let Some((eq, _)) = d.eq.lock().unwrap_or_else(|e| e.into_inner()).take() {
             // SAFETY: the EQ is held by this binding, so it is still live.
             unsafe { (*eq).hdr.release() };
@@ -195,6 +289,41 @@ unsafe extern "C" fn close(f: *mut fid) -> c_int {
         // SAFETY: allocated by `open`; nothing depends on it any more.
         drop(unsafe { Box::from_raw(f as *mut Domain) });
         Ok(0)
+    })
+}
+
+fn stats_enabled() -> bool {
+    matches!(
+        crate::param::get(Some(super::NAME), "stats"),
+        Ok((_, crate::param::Value::Bool(true)))
+    )
+}
+
+unsafe extern "C" fn control(f: *mut fid, command: c_int, arg: *mut c_void) -> c_int {
+    slot("fi_control", || {
+        // SAFETY: from_fid checks the object.
+        let d = unsafe { from_fid::<Domain>(f) }?;
+        match command {
+            c if c == FI_MAP_RAW_MR as c_int => {
+                crate::capi::nonnull(arg, "fi_mr_map_raw", "map")?;
+                // SAFETY: FI_MAP_RAW_MR's argument is a struct fi_mr_map_raw.
+                unsafe { mr::map_raw(d, &*(arg as *const fi_mr_map_raw)) }
+            }
+            c if c == FI_UNMAP_KEY as c_int => {
+                crate::capi::nonnull(arg, "fi_mr_unmap_key", "key")?;
+                // SAFETY: FI_UNMAP_KEY's argument is a uint64_t *.
+                mr::unmap_key(d, unsafe { *(arg as *const u64) })
+            }
+            other => {
+                crate::ox_log!(
+                    Warn,
+                    Domain,
+                    super::NAME,
+                    "control command {other} not supported on a domain"
+                );
+                Err(Error::NOSYS)
+            }
+        }
     })
 }
 
@@ -225,6 +354,10 @@ unsafe extern "C" fn bind(f: *mut fid, bfid: *mut fid, flags: u64) -> c_int {
         }
         eq.hdr.hold();
         *g = Some((eq as *const Eq, flags));
+        if flags & FI_REG_MR != 0 {
+            d.reg_mr
+                .store(eq as *const Eq as *mut Eq, Ordering::Release);
+        }
         Ok(0)
     })
 }

@@ -6,14 +6,14 @@ use crate::abi::fabric as f;
 use crate::prov::info::{DomainAttr, EpAttr, FabricAttr, Info, RxAttr, TxAttr};
 
 /// Largest number of iovs one registration may carry.
-pub const MR_IOV_LIMIT: usize = 64;
+pub const MR_IOV_LIMIT: usize = crate::mr::MAX_IOVS;
 /// Registrations per domain.
 pub const MR_CNT: usize = 1 << 20;
 /// Bytes of an MR key.
 pub const MR_KEY_SIZE: usize = 8;
 
 /// Capabilities of an oxshm endpoint at this build.
-pub const CAPS: u64 = f::FI_LOCAL_COMM;
+pub const CAPS: u64 = f::FI_LOCAL_COMM | f::FI_HMEM;
 
 /// mr_mode bits an oxshm domain imposes: `FI_OXSHM_MR_MODE`, a number or a
 /// list of bit names (`FI_MR_LOCAL|FI_MR_PROV_KEY` or comma-separated), so
@@ -23,6 +23,17 @@ pub fn mr_required() -> i32 {
         .ok()
         .map(|v| parse_mr_mode(&v))
         .unwrap_or(0)
+}
+
+/// mr_mode bits oxshm keeps when the application supports them, unless
+/// `FI_OXSHM_MR_MODE` fixes the requirements: FI_MR_PROV_KEY, because
+/// provider keys are unpredictable, carry a generation and need no key index.
+pub fn mr_preferred() -> i32 {
+    if std::env::var_os("FI_OXSHM_MR_MODE").is_some() {
+        0
+    } else {
+        f::FI_MR_PROV_KEY
+    }
 }
 
 /// Parses an mr_mode list; unknown names are ignored with a warning.
@@ -66,6 +77,16 @@ pub fn parse_mr_mode(text: &str) -> i32 {
         }
     }
     bits
+}
+
+/// Settles what depends on the negotiated mr_mode: with FI_MR_RAW, keys are
+/// raw keys and `mr_key_size` is their size.
+pub fn adjust(info: &mut Info) {
+    if let Some(d) = info.domain.as_mut() {
+        if d.mr_mode & f::FI_MR_RAW != 0 {
+            d.mr_key_size = crate::mr::RAW_KEY_SIZE;
+        }
+    }
 }
 
 /// oxshm's single offer: an RDM endpoint on the `oxshm` fabric and domain.

@@ -23,4 +23,6 @@ pub static PROVIDER: Provider = Provider {
     version: VERSION,
     offers: info::offers,
     mr_required: info::mr_required,
+    mr_preferred: info::mr_preferred,
+    adjust: info::adjust,
 };

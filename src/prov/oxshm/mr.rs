@@ -1,159 +1,511 @@
-//! oxshm memory regions (`fi_mr_reg`, `fi_mr_regv`, `fi_mr_regattr`): the
-//! fid glue over the registration engine in `crate::mr`.
+//! oxshm memory regions: the fid glue between fi_mr(3) and the registration
+//! engine in `crate::mr`. Every call, mr_mode bit and flag of the manual is
+//! checked here and turned into an engine [`Request`]; the engine owns keys,
+//! ranges, states and sub-region links.
 
 use super::domain::Domain;
-use super::object::{from_fid, nosys, slot, Header, Object, TAG_MR};
+use super::object::{from_fid, nosys, slot};
+use super::{hmem, mem};
 use crate::abi::domain::*;
 use crate::abi::eq::{fi_eq_entry, FI_MR_COMPLETE};
 use crate::abi::fabric::*;
 use crate::error::{Error, Result};
+use crate::mr::{Access, Bindings, Handle, RegFlags, Request, RAW_KEY_SIZE};
 use crate::prov::info::version;
 use libc::{c_int, c_void, iovec, size_t};
 use std::mem::offset_of;
+use std::sync::OnceLock;
 
-/// Access bits a registration may carry.
-pub const ACCESS_BITS: u64 =
-    FI_READ | FI_WRITE | FI_RECV | FI_SEND | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_COLLECTIVE;
+/// Registration flags of fi_mr(3) FLAGS.
+pub const KNOWN_FLAGS: u64 = FI_RMA_EVENT
+    | FI_RMA_PMEM
+    | FI_HMEM_DEVICE_ONLY
+    | FI_HMEM_HOST_ALLOC
+    | FI_MR_DMABUF
+    | FI_MR_SINGLE_USE
+    | FI_AUTH_KEY;
 
+/// Flags only usable on domains opened with FI_HMEM.
+const HMEM_FLAGS: u64 = FI_HMEM_DEVICE_ONLY | FI_HMEM_HOST_ALLOC | FI_MR_DMABUF;
+
+/// Bytes of the descriptor fi_mr_get_xpu_desc returns: the region's key.
+pub const XPU_DESC_SIZE: usize = 8;
+
+/// An oxshm MR: 48 bytes, in its domain's [`MrPool`], one per engine slot.
+/// MRs are never freed before their domain, so a closed MR (fclass set to
+/// FI_CLASS_UNSPEC) stays readable and closing it again is refused instead
+/// of touching freed memory.
 #[repr(C)]
 pub struct Mr {
     pub fid: fid_mr,
-    pub hdr: Header,
-    domain: *const Domain,
-    pub iovs: Vec<(usize, usize)>,
-    pub access: u64,
+    /// The engine's key (also under FI_MR_RAW, where `fid.key` is
+    /// FI_KEY_NOTAVAIL).
+    key: u64,
 }
 
-// SAFETY: #[repr(C)] with fid_mr (which starts with struct fid) first.
-unsafe impl Object for Mr {
-    const TAG: u64 = TAG_MR;
-    const FCLASS: usize = FI_CLASS_MR as usize;
-    const NAME: &'static str = "memory region";
-    fn header(&self) -> &Header {
-        &self.hdr
+/// Bytes of one pool chunk; chunks are aligned to their size, so an MR's
+/// chunk (and through its header, its domain) is found from its address.
+const CHUNK_BYTES: usize = 256 * 1024;
+/// Bytes before the first MR of a chunk (the [`ChunkHead`]).
+const CHUNK_HEAD: usize = 64;
+/// MRs per chunk.
+const PER_CHUNK: usize = (CHUNK_BYTES - CHUNK_HEAD) / std::mem::size_of::<Mr>();
+
+#[repr(C)]
+struct ChunkHead {
+    domain: *const Domain,
+}
+
+/// One chunk's memory (an address; the pool owns it).
+struct Chunk(std::ptr::NonNull<u8>);
+
+// SAFETY: the chunk is plain memory shared through C pointers; an entry is
+// written only by the thread that owns its engine slot.
+unsafe impl Send for Chunk {}
+// SAFETY: as above.
+unsafe impl Sync for Chunk {}
+
+/// The MR objects of one domain, indexed by engine slot: no allocation per
+/// registration, O(1) from slot to object and from object to domain.
+pub struct MrPool {
+    chunks: Box<[OnceLock<Chunk>]>,
+}
+
+fn chunk_layout() -> std::alloc::Layout {
+    std::alloc::Layout::from_size_align(CHUNK_BYTES, CHUNK_BYTES).expect("chunk layout")
+}
+
+impl MrPool {
+    pub fn new(max_regions: usize) -> MrPool {
+        let n = max_regions.div_ceil(PER_CHUNK);
+        MrPool {
+            chunks: (0..n).map(|_| OnceLock::new()).collect(),
+        }
     }
-    fn fi_ops() -> *mut fi_ops {
-        &FI_OPS as *const fi_ops as *mut fi_ops
+
+    /// The object of engine slot `slot` of domain `d`.
+    fn get(&self, d: &Domain, slot: u32) -> Result<*mut Mr> {
+        let (c, i) = (slot as usize / PER_CHUNK, slot as usize % PER_CHUNK);
+        let cell = self.chunks.get(c).ok_or(Error::NOSPC)?;
+        let chunk = match cell.get() {
+            Some(ch) => ch,
+            None => {
+                // Zeroed memory is a closed MR (fclass FI_CLASS_UNSPEC);
+                // fresh zeroed pages cost nothing until used.
+                // SAFETY: a non-zero-sized layout.
+                let p = unsafe { std::alloc::alloc_zeroed(chunk_layout()) };
+                let Some(p) = std::ptr::NonNull::new(p) else {
+                    crate::ox_log!(Warn, Mr, super::NAME, "out of memory for MR objects");
+                    return Err(Error::NOMEM);
+                };
+                // SAFETY: the chunk starts with its head.
+                unsafe { (*(p.as_ptr() as *mut ChunkHead)).domain = d };
+                if let Err(Chunk(lost)) = cell.set(Chunk(p)) {
+                    // Another thread won the race; keep its chunk.
+                    // SAFETY: `lost` came from alloc_zeroed with this layout.
+                    unsafe { std::alloc::dealloc(lost.as_ptr(), chunk_layout()) };
+                }
+                cell.get().expect("chunk just set")
+            }
+        };
+        // SAFETY: i < PER_CHUNK, so the entry lies inside the chunk.
+        Ok(unsafe {
+            chunk
+                .0
+                .as_ptr()
+                .add(CHUNK_HEAD + i * std::mem::size_of::<Mr>())
+        } as *mut Mr)
     }
+}
+
+impl Drop for MrPool {
+    fn drop(&mut self) {
+        for c in self.chunks.iter_mut() {
+            if let Some(Chunk(p)) = c.take() {
+                // SAFETY: allocated by `get` with this layout; the domain
+                // (and so every MR in it) is gone.
+                unsafe { std::alloc::dealloc(p.as_ptr(), chunk_layout()) };
+            }
+        }
+    }
+}
+
+/// Checks that `p` is a live oxshm MR.
+///
+/// # Safety
+/// `p` is NULL or points to readable memory that starts with a `struct fid`.
+unsafe fn mr_from_fid<'a>(p: *const fid) -> Result<&'a Mr> {
+    if p.is_null() {
+        crate::ox_log!(Warn, Mr, super::NAME, "memory region is NULL");
+        return Err(Error::INVAL);
+    }
+    // SAFETY: p points to at least a struct fid (contract).
+    let (fclass, ops) = unsafe { ((*p).fclass, (*p).ops) };
+    if ops != mr_fi_ops() {
+        crate::ox_log!(
+            Warn,
+            Mr,
+            super::NAME,
+            "object is not an oxshm memory region"
+        );
+        return Err(Error::INVAL);
+    }
+    if fclass != FI_CLASS_MR as usize {
+        crate::ox_log!(
+            Warn,
+            Mr,
+            super::NAME,
+            "memory region is closed (or not a memory region: class {fclass})"
+        );
+        return Err(Error::INVAL);
+    }
+    // SAFETY: our ops table, so p is an Mr in some domain's pool.
+    Ok(unsafe { &*(p as *const Mr) })
+}
+
+fn mr_fi_ops() -> *mut fi_ops {
+    &FI_OPS as *const fi_ops as *mut fi_ops
 }
 
 static FI_OPS: fi_ops = fi_ops {
     size: std::mem::size_of::<fi_ops>(),
     close: Some(close),
-    bind: Some(nosys::bind),
-    control: Some(nosys::control),
+    bind: Some(bind),
+    control: Some(control),
     ops_open: Some(nosys::ops_open),
     tostr: Some(nosys::tostr),
     ops_set: Some(nosys::ops_set),
 };
 
-/// A registration request, already read from C.
-struct Request<'a> {
-    iovs: Vec<(usize, usize)>,
+impl Mr {
+    fn domain(&self) -> &Domain {
+        let base = (self as *const Mr as usize) & !(CHUNK_BYTES - 1);
+        // SAFETY: every Mr lives in a pool chunk whose head names its
+        // domain, and a domain cannot close while it has registrations.
+        unsafe { &*(*(base as *const ChunkHead)).domain }
+    }
+
+    fn handle(&self) -> Result<Handle> {
+        self.domain().registry.handle(self.key)
+    }
+}
+
+/// The authorization an application attached to a registration.
+enum Auth {
+    None,
+    Bytes(Vec<u8>),
+    /// FI_AV_AUTH_KEY domains: an address (or, with FI_AUTH_KEY, an auth-key
+    /// address) in an AV.
+    AvAddr(u64),
+}
+
+/// iovs of a request: one inline (fi_mr_reg, the common case, allocates
+/// nothing) or a list.
+enum Iovs {
+    One([(u64, u64); 1]),
+    Many(Vec<(u64, u64)>),
+}
+
+impl std::ops::Deref for Iovs {
+    type Target = [(u64, u64)];
+    fn deref(&self) -> &[(u64, u64)] {
+        match self {
+            Iovs::One(a) => a,
+            Iovs::Many(v) => v,
+        }
+    }
+}
+
+/// A registration request as read from C, before any check.
+struct Input {
+    iovs: Iovs,
+    dmabuf: Option<fi_mr_dmabuf>,
     access: u64,
     offset: u64,
     requested_key: u64,
-    flags: u64,
     context: *mut c_void,
-    out: *mut *mut fid_mr,
-    domain: &'a Domain,
+    auth: Auth,
+    iface: u32,
+    hmem_data: bool,
+    page_size: u64,
+    base_mr: *const fid_mr,
+    sub_mr_cnt: usize,
+    flags: u64,
+    /// Whether it came through fi_mr_regattr.
+    regattr: bool,
 }
 
-fn register(r: Request) -> Result<i32> {
-    let d = r.domain;
-    crate::capi::nonnull(r.out, "fi_mr_reg", "mr")?;
-    if r.iovs.is_empty() || r.iovs.len() > d.mr_iov_limit {
-        crate::ox_log!(
-            Warn,
-            Mr,
-            super::NAME,
-            "iov_count {} outside 1..={}",
-            r.iovs.len(),
-            d.mr_iov_limit
-        );
-        return Err(Error::INVAL);
+impl Input {
+    fn new(iovs: Iovs, access: u64, offset: u64, key: u64, flags: u64, ctx: *mut c_void) -> Input {
+        Input {
+            iovs,
+            dmabuf: None,
+            access,
+            offset,
+            requested_key: key,
+            context: ctx,
+            auth: Auth::None,
+            iface: fi_hmem_iface::FI_HMEM_SYSTEM as u32,
+            hmem_data: false,
+            page_size: 0,
+            base_mr: std::ptr::null(),
+            sub_mr_cnt: 0,
+            flags,
+            regattr: false,
+        }
     }
-    for (i, &(base, len)) in r.iovs.iter().enumerate() {
+}
+
+fn refuse<T>(d: &Domain, err: Error, msg: std::fmt::Arguments) -> Result<T> {
+    d.count_failure();
+    crate::ox_log!(Warn, Mr, super::NAME, "{msg}");
+    Err(err)
+}
+
+fn check_flags(d: &Domain, flags: u64) -> Result<()> {
+    if flags & !KNOWN_FLAGS != 0 {
+        return refuse(
+            d,
+            Error::BADFLAGS,
+            format_args!("unknown registration flags 0x{:x}", flags & !KNOWN_FLAGS),
+        );
+    }
+    if flags & HMEM_FLAGS != 0 && !d.hmem {
+        return refuse(
+            d,
+            Error::BADFLAGS,
+            format_args!(
+                "flags 0x{:x} need a domain opened with FI_HMEM",
+                flags & HMEM_FLAGS
+            ),
+        );
+    }
+    if flags & FI_AUTH_KEY != 0 && !d.av_auth_key {
+        return refuse(
+            d,
+            Error::BADFLAGS,
+            format_args!("FI_AUTH_KEY needs a domain opened with FI_AV_AUTH_KEY"),
+        );
+    }
+    Ok(())
+}
+
+fn check_iovs(d: &Domain, iovs: &[(u64, u64)]) -> Result<()> {
+    if iovs.is_empty() || iovs.len() > d.mr_iov_limit {
+        return refuse(
+            d,
+            Error::INVAL,
+            format_args!("iov_count {} outside 1..={}", iovs.len(), d.mr_iov_limit),
+        );
+    }
+    for (i, &(base, len)) in iovs.iter().enumerate() {
         if len == 0 {
-            crate::ox_log!(Warn, Mr, super::NAME, "iov {i} has length 0");
-            return Err(Error::INVAL);
+            return refuse(d, Error::INVAL, format_args!("iov {i} has length 0"));
         }
         if base == 0 {
-            crate::ox_log!(
-                Warn,
-                Mr,
-                super::NAME,
-                "iov {i}: NULL buffer with length {len}"
+            return refuse(
+                d,
+                Error::INVAL,
+                format_args!("iov {i}: NULL buffer with length {len}"),
             );
-            return Err(Error::INVAL);
         }
         if base.checked_add(len).is_none() {
-            crate::ox_log!(Warn, Mr, super::NAME, "iov {i} wraps the address space");
-            return Err(Error::INVAL);
+            return refuse(
+                d,
+                Error::INVAL,
+                format_args!("iov {i} wraps the address space"),
+            );
         }
     }
-    if r.access & !ACCESS_BITS != 0 {
-        crate::ox_log!(
-            Warn,
-            Mr,
-            super::NAME,
-            "unknown access bits 0x{:x}",
-            r.access & !ACCESS_BITS
+    Ok(())
+}
+
+fn page_size_ok(p: u64) -> bool {
+    // SAFETY: sysconf has no preconditions.
+    let base = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
+    p == 0 || (p.is_power_of_two() && p >= base && p <= 1 << 30)
+}
+
+fn register(d: &Domain, mut input: Input, out: *mut *mut fid_mr) -> Result<i32> {
+    if out.is_null() {
+        return refuse(d, Error::INVAL, format_args!("mr is NULL"));
+    }
+    check_flags(d, input.flags)?;
+    if d.av_auth_key && !input.regattr {
+        return refuse(
+            d,
+            Error::NOSYS,
+            format_args!("domains opened with FI_AV_AUTH_KEY register through fi_mr_regattr only"),
         );
-        return Err(Error::INVAL);
     }
-    if r.offset != 0 {
-        crate::ox_log!(Warn, Mr, super::NAME, "offset must be 0 (got {})", r.offset);
-        return Err(Error::INVAL);
-    }
-    if r.flags != 0 {
-        crate::ox_log!(
-            Warn,
-            Mr,
-            super::NAME,
-            "registration flags 0x{:x} are not supported",
-            r.flags
+    if input.access & !Access::all().bits() != 0 {
+        return refuse(
+            d,
+            Error::INVAL,
+            format_args!(
+                "unknown access bits 0x{:x}",
+                input.access & !Access::all().bits()
+            ),
         );
-        return Err(Error::BADFLAGS);
     }
-    let key = if d.mr_mode & FI_MR_PROV_KEY != 0 {
-        d.keys.insert_provider()
-    } else {
-        d.keys.insert_requested(r.requested_key).inspect_err(|e| {
-            crate::ox_log!(
-                Warn,
-                Mr,
-                super::NAME,
-                "requested key 0x{:x} refused: {e}",
-                r.requested_key
+    let access = Access::from_bits_truncate(input.access);
+    if input.offset != 0 {
+        return refuse(
+            d,
+            Error::INVAL,
+            format_args!("offset must be 0 (got {})", input.offset),
+        );
+    }
+    if input.hmem_data {
+        return refuse(d, Error::INVAL, format_args!("hmem_data must be NULL"));
+    }
+    if let Some(db) = input.dmabuf {
+        if !input.base_mr.is_null() {
+            return refuse(
+                d,
+                Error::INVAL,
+                format_args!("base_mr must be NULL with FI_MR_DMABUF"),
             );
-        })?;
-        r.requested_key
+        }
+        mem::check_dmabuf(db.fd, db.offset, db.len).inspect_err(|_| d.count_failure())?;
+        if db.base_addr.is_null() {
+            return refuse(
+                d,
+                Error::INVAL,
+                format_args!(
+                    "dmabuf base_addr is NULL: oxshm moves only memory mapped into the process"
+                ),
+            );
+        }
+        let Some(start) = (db.base_addr as u64).checked_add(db.offset) else {
+            return refuse(
+                d,
+                Error::INVAL,
+                format_args!("dmabuf base_addr + offset overflows"),
+            );
+        };
+        input.iovs = Iovs::One([(start, db.len as u64)]);
+    }
+    check_iovs(d, &input.iovs)?;
+    let mut iface = fi_hmem_iface::FI_HMEM_SYSTEM as u32;
+    let mut page_size = input.page_size;
+    let parent = if input.base_mr.is_null() {
+        if d.hmem {
+            hmem::check_iface(input.iface).inspect_err(|_| d.count_failure())?;
+            iface = input.iface;
+        }
+        if !page_size_ok(page_size) {
+            return refuse(
+                d,
+                Error::INVAL,
+                format_args!("page_size {page_size} is not a page size this system supports"),
+            );
+        }
+        None
+    } else {
+        // SAFETY: from_fid checks the object.
+        let base = unsafe { mr_from_fid(input.base_mr as *const fid) }
+            .inspect_err(|_| d.count_failure())?;
+        if !std::ptr::eq(base.domain(), d) {
+            return refuse(
+                d,
+                Error::INVAL,
+                format_args!("base_mr belongs to another domain"),
+            );
+        }
+        // iface, device, hmem_data and page_size come from the base.
+        page_size = 0;
+        Some(base.handle()?)
     };
-    let mr = Box::into_raw(Box::new(Mr {
-        fid: fid_mr {
-            fid: fid {
-                fclass: FI_CLASS_MR as usize,
-                context: r.context,
-                ops: Mr::fi_ops(),
-            },
-            mem_desc: std::ptr::null_mut(),
-            key,
-        },
-        hdr: Header::new(TAG_MR),
-        domain: d,
-        iovs: r.iovs,
-        access: r.access,
-    }));
-    // SAFETY: mr was just allocated; its descriptor is the object itself.
-    unsafe { (*mr).fid.mem_desc = mr as *mut c_void };
-    // The out parameter is written before any completion event can be read.
-    // SAFETY: out checked non-NULL.
-    unsafe { *r.out = mr as *mut fid_mr };
+    if d.mr_mode & FI_MR_ALLOCATED != 0 {
+        for &(base, len) in input.iovs.iter() {
+            if !mem::range_mapped(base as usize, len as usize) {
+                return refuse(
+                    d,
+                    Error::FAULT,
+                    format_args!("FI_MR_ALLOCATED: 0x{base:x}+{len} is not backed by mapped pages"),
+                );
+            }
+        }
+    }
+    let auth = match &input.auth {
+        Auth::None => d.auth_key.as_deref().map(|k| d.registry.auth_digest(k)),
+        Auth::Bytes(b) => Some(d.registry.auth_digest(b)),
+        Auth::AvAddr(a) => Some(*a),
+    };
+    let mut flags = RegFlags::empty();
+    if d.mr_mode & FI_MR_VIRT_ADDR != 0 {
+        flags |= RegFlags::VIRT_ADDR;
+    }
+    if d.mr_mode & FI_MR_ENDPOINT != 0 {
+        flags |= RegFlags::DISABLED | RegFlags::NEEDS_EP;
+    }
+    if input.flags & FI_RMA_EVENT != 0 {
+        flags |= RegFlags::RMA_EVENT;
+        if d.mr_mode & FI_MR_RMA_EVENT != 0 {
+            flags |= RegFlags::DISABLED;
+        }
+    }
+    if input.flags & FI_MR_SINGLE_USE != 0 {
+        flags |= RegFlags::SINGLE_USE;
+    }
+    if input.flags & FI_RMA_PMEM != 0 {
+        flags |= RegFlags::PMEM;
+    }
+    let req = Request {
+        iovs: &input.iovs,
+        access,
+        flags,
+        requested_key: input.requested_key,
+        context: 0,
+        auth,
+        parent,
+        sub_mr_cnt: input.sub_mr_cnt,
+        iface: iface.min(15) as u8,
+        page_size,
+    };
+    let h = match d.registry.register(&req) {
+        Ok(h) => h,
+        Err(e) => {
+            let what = match e {
+                Error::NOKEY => format!("requested key 0x{:x} is in use", input.requested_key),
+                Error::KEYREJECTED => {
+                    format!("requested key 0x{:x} cannot be used", input.requested_key)
+                }
+                Error::NOSPC => "the domain's registration limit is reached".to_string(),
+                _ => format!("registration refused: {e}"),
+            };
+            crate::ox_log!(Warn, Mr, super::NAME, "{what}");
+            return Err(e);
+        }
+    };
+    let mr = match d.mrs.get(d, h.slot()) {
+        Ok(p) => p,
+        Err(e) => {
+            let _ = d.registry.close(&h);
+            return Err(e);
+        }
+    };
+    // SAFETY: the engine gave this thread the slot, so its pool entry is ours
+    // to fill until *out is written; fclass goes last, publishing it.
+    unsafe {
+        (*mr).key = h.key();
+        (*mr).fid.key = if d.mr_mode & FI_MR_RAW != 0 {
+            FI_KEY_NOTAVAIL
+        } else {
+            h.key()
+        };
+        (*mr).fid.mem_desc = mr as *mut c_void;
+        (*mr).fid.fid.context = input.context;
+        (*mr).fid.fid.ops = mr_fi_ops();
+        std::ptr::write_volatile(&mut (*mr).fid.fid.fclass, FI_CLASS_MR as usize);
+        // Written before any completion event can be read.
+        *out = mr as *mut fid_mr;
+    }
     if let Some(eq) = d.reg_mr_eq() {
         let entry = fi_eq_entry {
             fid: mr as *mut fid,
-            context: r.context,
+            context: input.context,
             data: 0,
         };
         // SAFETY: viewing a plain-data struct as bytes.
@@ -163,22 +515,132 @@ fn register(r: Request) -> Result<i32> {
                 std::mem::size_of::<fi_eq_entry>(),
             )
         };
-        eq.push(FI_MR_COMPLETE as u32, bytes)?;
+        if let Err(e) = eq.push(FI_MR_COMPLETE as u32, bytes) {
+            crate::ox_log!(Warn, Mr, super::NAME, "FI_MR_COMPLETE event lost: {e}");
+        }
     }
     Ok(0)
 }
 
 unsafe extern "C" fn close(f: *mut fid) -> c_int {
     slot("fi_close", || {
-        // SAFETY: from_fid checks the object.
-        let mr = unsafe { from_fid::<Mr>(f) }?;
-        mr.hdr.begin_close("memory region")?;
-        // SAFETY: a domain cannot close while it has registrations.
-        unsafe { (*mr.domain).keys.remove(mr.fid.key) };
-        // SAFETY: allocated by `register`; closed once (tag now dead).
-        drop(unsafe { Box::from_raw(f as *mut Mr) });
+        // SAFETY: mr_from_fid checks the object.
+        let mr = unsafe { mr_from_fid(f) }?;
+        let d = mr.domain();
+        let h = mr.handle()?;
+        // The engine arbitrates concurrent closes, and refuses while
+        // sub-regions of this one are live.
+        d.registry.close(&h).inspect_err(|e| {
+            if *e == Error::BUSY {
+                crate::ox_log!(
+                    Warn,
+                    Mr,
+                    super::NAME,
+                    "cannot close MR 0x{:x}: sub-regions of it are still open",
+                    mr.key
+                );
+            }
+        })?;
+        // SAFETY: this thread just closed the slot, so the entry is ours;
+        // the pool keeps it readable for stale pointers.
+        unsafe {
+            std::ptr::write_volatile(
+                &mut (*(f as *mut Mr)).fid.fid.fclass,
+                FI_CLASS_UNSPEC as usize,
+            )
+        };
         Ok(0)
     })
+}
+
+unsafe extern "C" fn bind(f: *mut fid, bfid: *mut fid, flags: u64) -> c_int {
+    slot("fi_mr_bind", || {
+        // SAFETY: from_fid checks the object.
+        let mr = unsafe { mr_from_fid(f) }?;
+        crate::capi::nonnull(bfid, "fi_mr_bind", "bfid")?;
+        // SAFETY: bfid is non-NULL and starts with a struct fid.
+        let class = unsafe { (*bfid).fclass };
+        let binding = match class as c_int {
+            c if c == FI_CLASS_CNTR as c_int => {
+                if flags & !(FI_REMOTE_WRITE | FI_REMOTE_READ) != 0 || flags == 0 {
+                    crate::ox_log!(
+                        Warn,
+                        Mr,
+                        super::NAME,
+                        "counter bindings take FI_REMOTE_WRITE (got 0x{flags:x})"
+                    );
+                    return Err(Error::INVAL);
+                }
+                Bindings::COUNTER
+            }
+            c if c == FI_CLASS_EP as c_int => {
+                if flags != 0 {
+                    crate::ox_log!(
+                        Warn,
+                        Mr,
+                        super::NAME,
+                        "endpoint bindings take flags 0 (got 0x{flags:x})"
+                    );
+                    return Err(Error::INVAL);
+                }
+                Bindings::ENDPOINT
+            }
+            other => {
+                crate::ox_log!(
+                    Warn,
+                    Mr,
+                    super::NAME,
+                    "an MR binds to a counter or an endpoint, not class {other}"
+                );
+                return Err(Error::INVAL);
+            }
+        };
+        // Counters and endpoints come with the data path; until then no
+        // object of those classes can be an oxshm one.
+        let _ = binding;
+        crate::ox_log!(
+            Warn,
+            Mr,
+            super::NAME,
+            "object of class {class} is not an oxshm counter or endpoint"
+        );
+        let _ = mr;
+        Err(Error::INVAL)
+    })
+}
+
+/// Reads `count` iovs from C.
+///
+/// # Safety
+/// `iov` is NULL or holds `count` readable iovecs.
+unsafe fn read_iovs(d: &Domain, iov: *const iovec, count: usize) -> Result<Vec<(u64, u64)>> {
+    if count == 0 {
+        return refuse(d, Error::INVAL, format_args!("iov_count is 0"));
+    }
+    if iov.is_null() {
+        return refuse(
+            d,
+            Error::INVAL,
+            format_args!("iov is NULL with count {count}"),
+        );
+    }
+    if count > d.mr_iov_limit {
+        return refuse(
+            d,
+            Error::INVAL,
+            format_args!("iov_count {count} exceeds mr_iov_limit {}", d.mr_iov_limit),
+        );
+    }
+    // SAFETY: per the function contract.
+    let s = unsafe { std::slice::from_raw_parts(iov, count) };
+    Ok(s.iter()
+        .map(|v| (v.iov_base as u64, v.iov_len as u64))
+        .collect())
+}
+
+fn domain_of<'a>(fid: *mut fid) -> Result<&'a Domain> {
+    // SAFETY: from_fid checks the object.
+    unsafe { from_fid::<Domain>(fid) }
 }
 
 /// The `fi_ops_mr.reg` slot.
@@ -197,46 +659,17 @@ pub unsafe extern "C" fn reg(
     context: *mut c_void,
 ) -> c_int {
     slot("fi_mr_reg", || {
-        // SAFETY: from_fid checks the object.
-        let domain = unsafe { from_fid::<Domain>(fid) }?;
-        register(Request {
-            iovs: vec![(buf as usize, len)],
+        let d = domain_of(fid)?;
+        let input = Input::new(
+            Iovs::One([(buf as u64, len as u64)]),
             access,
             offset,
             requested_key,
             flags,
             context,
-            out: mr,
-            domain,
-        })
-    })
-}
-
-/// Reads `count` iovs from C.
-///
-/// # Safety
-/// `iov` is NULL or holds `count` readable iovecs.
-unsafe fn read_iovs(iov: *const iovec, count: usize) -> Result<Vec<(usize, usize)>> {
-    if count == 0 {
-        return Ok(Vec::new());
-    }
-    if iov.is_null() {
-        crate::ox_log!(Warn, Mr, super::NAME, "iov is NULL with count {count}");
-        return Err(Error::INVAL);
-    }
-    if count > super::info::MR_IOV_LIMIT {
-        crate::ox_log!(
-            Warn,
-            Mr,
-            super::NAME,
-            "iov_count {count} exceeds {}",
-            super::info::MR_IOV_LIMIT
         );
-        return Err(Error::INVAL);
-    }
-    // SAFETY: per the function contract.
-    let s = unsafe { std::slice::from_raw_parts(iov, count) };
-    Ok(s.iter().map(|v| (v.iov_base as usize, v.iov_len)).collect())
+        register(d, input, mr)
+    })
 }
 
 /// The `fi_ops_mr.regv` slot.
@@ -255,25 +688,26 @@ pub unsafe extern "C" fn regv(
     context: *mut c_void,
 ) -> c_int {
     slot("fi_mr_regv", || {
-        // SAFETY: from_fid checks the object.
-        let domain = unsafe { from_fid::<Domain>(fid) }?;
+        let d = domain_of(fid)?;
         // SAFETY: iov holds count entries (fi_mr_regv(3)).
-        let iovs = unsafe { read_iovs(iov, count) }?;
-        register(Request {
-            iovs,
-            access,
-            offset,
-            requested_key,
-            flags,
-            context,
-            out: mr,
-            domain,
-        })
+        let iovs = unsafe { read_iovs(d, iov, count) }?;
+        register(
+            d,
+            Input::new(
+                Iovs::Many(iovs),
+                access,
+                offset,
+                requested_key,
+                flags,
+                context,
+            ),
+            mr,
+        )
     })
 }
 
-/// How many bytes of `struct fi_mr_attr` exist at an API version: fields
-/// are only read if the application's headers had them.
+/// How many bytes of `struct fi_mr_attr` exist at an API version: later
+/// fields are never read for an application built against older headers.
 pub fn mr_attr_len(api_version: u32) -> usize {
     if api_version < version(1, 5) {
         offset_of!(fi_mr_attr, auth_key_size)
@@ -293,8 +727,8 @@ pub fn mr_attr_len(api_version: u32) -> usize {
 /// The `fi_ops_mr.regattr` slot.
 ///
 /// # Safety
-/// `fid` is any object (checked); `attr` as fi_mr_regattr(3), read only
-/// as far as the domain's API version defines it.
+/// `fid` is any object (checked); `attr` as fi_mr_regattr(3), read only as
+/// far as the domain's API version defines it.
 pub unsafe extern "C" fn regattr(
     fid: *mut fid,
     attr: *const fi_mr_attr,
@@ -302,12 +736,14 @@ pub unsafe extern "C" fn regattr(
     mr: *mut *mut fid_mr,
 ) -> c_int {
     slot("fi_mr_regattr", || {
-        // SAFETY: from_fid checks the object.
-        let domain = unsafe { from_fid::<Domain>(fid) }?;
-        crate::capi::nonnull(attr, "fi_mr_regattr", "attr")?;
-        let limit = mr_attr_len(domain.api_version);
+        let d = domain_of(fid)?;
+        if attr.is_null() {
+            return refuse(d, Error::INVAL, format_args!("attr is NULL"));
+        }
+        let limit = mr_attr_len(d.api_version);
         // A copy of the application's prefix; later fields stay zero.
-        // SAFETY: attr holds at least `limit` bytes for this API version.
+        // SAFETY: attr holds at least `limit` bytes for this API version,
+        // and every field of fi_mr_attr is valid when zeroed.
         let a: fi_mr_attr = unsafe {
             let mut a: fi_mr_attr = std::mem::zeroed();
             std::ptr::copy_nonoverlapping(
@@ -317,46 +753,300 @@ pub unsafe extern "C" fn regattr(
             );
             a
         };
-        if !a.hmem_data.is_null() {
-            crate::ox_log!(Warn, Mr, super::NAME, "hmem_data must be NULL");
-            return Err(Error::INVAL);
-        }
-        if !a.base_mr.is_null() {
-            crate::ox_log!(
-                Warn,
-                Mr,
-                super::NAME,
-                "sub-MRs (base_mr) are not supported yet"
-            );
-            return Err(Error::NOSYS);
-        }
-        if a.auth_key_size != 0 || !a.auth_key.is_null() {
-            crate::ox_log!(
-                Warn,
-                Mr,
-                super::NAME,
-                "authorization keys need FI_AV_AUTH_KEY, which this domain does not offer"
-            );
-            return Err(Error::INVAL);
-        }
-        // SAFETY: the union's mr_iov member is the iov pointer unless
-        // FI_MR_DMABUF (refused below, as every flag is for now) is set.
-        let iov = unsafe { a.__anon_mr_iov.mr_iov };
-        if flags & FI_MR_DMABUF != 0 {
-            crate::ox_log!(Warn, Mr, super::NAME, "FI_MR_DMABUF is not supported yet");
-            return Err(Error::BADFLAGS);
-        }
-        // SAFETY: mr_iov holds iov_count entries (fi_mr_regattr(3)).
-        let iovs = unsafe { read_iovs(iov, a.iov_count) }?;
-        register(Request {
-            iovs,
-            access: a.access,
-            offset: a.offset,
-            requested_key: a.requested_key,
+        let mut input = Input::new(
+            Iovs::Many(Vec::new()),
+            a.access,
+            a.offset,
+            a.requested_key,
             flags,
-            context: a.context,
-            out: mr,
-            domain,
-        })
+            a.context,
+        );
+        input.regattr = true;
+        input.hmem_data = !a.hmem_data.is_null();
+        input.page_size = a.page_size as u64;
+        input.base_mr = a.base_mr;
+        input.sub_mr_cnt = a.sub_mr_cnt;
+        // iface and device mean something only with FI_HMEM (fi_mr(3)).
+        if d.hmem && limit > offset_of!(fi_mr_attr, iface) {
+            input.iface = a.iface;
+        }
+        if flags & FI_MR_DMABUF != 0 {
+            // Dmabuf registrations exist from API 1.20.
+            if d.api_version < version(1, 20) {
+                return refuse(
+                    d,
+                    Error::BADFLAGS,
+                    format_args!("FI_MR_DMABUF needs API 1.20 or later"),
+                );
+            }
+            check_flags(d, flags)?;
+            // SAFETY: with FI_MR_DMABUF the union holds a dmabuf pointer.
+            let db = unsafe { a.__anon_mr_iov.dmabuf };
+            if db.is_null() {
+                return refuse(
+                    d,
+                    Error::INVAL,
+                    format_args!("FI_MR_DMABUF with a NULL dmabuf"),
+                );
+            }
+            // SAFETY: a non-NULL dmabuf points to a struct fi_mr_dmabuf.
+            input.dmabuf = Some(unsafe { std::ptr::read(db) });
+            input.iovs = Iovs::One([(1, 1)]);
+        } else {
+            // SAFETY: without FI_MR_DMABUF the union holds the iov pointer,
+            // which holds iov_count entries.
+            input.iovs = Iovs::Many(unsafe { read_iovs(d, a.__anon_mr_iov.mr_iov, a.iov_count) }?);
+        }
+        input.auth = read_auth(d, &a)?;
+        register(d, input, mr)
     })
+}
+
+fn read_auth(d: &Domain, a: &fi_mr_attr) -> Result<Auth> {
+    if d.api_version < version(1, 5) || a.auth_key_size == 0 {
+        return Ok(Auth::None);
+    }
+    if a.auth_key.is_null() {
+        return refuse(
+            d,
+            Error::INVAL,
+            format_args!("auth_key is NULL with auth_key_size {}", a.auth_key_size),
+        );
+    }
+    if d.av_auth_key {
+        if a.auth_key_size != std::mem::size_of::<fi_mr_auth_key>() {
+            return refuse(
+                d,
+                Error::INVAL,
+                format_args!(
+                    "FI_AV_AUTH_KEY domain: auth_key_size must be {} (got {})",
+                    std::mem::size_of::<fi_mr_auth_key>(),
+                    a.auth_key_size
+                ),
+            );
+        }
+        // SAFETY: auth_key points to a struct fi_mr_auth_key (size checked).
+        let k = unsafe { std::ptr::read_unaligned(a.auth_key as *const fi_mr_auth_key) };
+        if !k.av.is_null() {
+            return refuse(
+                d,
+                Error::INVAL,
+                format_args!("auth_key->av is not an oxshm address vector"),
+            );
+        }
+        return Ok(Auth::AvAddr(k.src_addr));
+    }
+    if a.auth_key_size > 4096 {
+        return refuse(
+            d,
+            Error::INVAL,
+            format_args!("auth_key_size {} is implausible", a.auth_key_size),
+        );
+    }
+    // SAFETY: auth_key holds auth_key_size bytes (fi_mr(3)).
+    let bytes = unsafe { std::slice::from_raw_parts(a.auth_key, a.auth_key_size) }.to_vec();
+    Ok(Auth::Bytes(bytes))
+}
+
+unsafe extern "C" fn control(f: *mut fid, command: c_int, arg: *mut c_void) -> c_int {
+    slot("fi_control", || {
+        // SAFETY: from_fid checks the object.
+        let mr = unsafe { mr_from_fid(f) }?;
+        match command {
+            c if c == FI_GET_RAW_MR as c_int => {
+                crate::capi::nonnull(arg, "fi_mr_raw_attr", "attr")?;
+                // SAFETY: FI_GET_RAW_MR's argument is a struct fi_mr_raw_attr.
+                unsafe { raw_attr(mr, &*(arg as *const fi_mr_raw_attr)) }
+            }
+            c if c == FI_ENABLE as c_int => {
+                let h = mr.handle()?;
+                mr.domain().registry.enable(&h).inspect_err(|e| {
+                    crate::ox_log!(
+                        Warn,
+                        Mr,
+                        super::NAME,
+                        "fi_mr_enable on MR 0x{:x}: {e}",
+                        mr.key
+                    );
+                })?;
+                Ok(0)
+            }
+            c if c == FI_REFRESH as c_int => {
+                crate::capi::nonnull(arg, "fi_mr_refresh", "modify")?;
+                // SAFETY: FI_REFRESH's argument is a struct fi_mr_modify.
+                unsafe { refresh(mr, &*(arg as *const fi_mr_modify)) }
+            }
+            c if c == FI_GET_MR_XPU_DESC as c_int => {
+                crate::capi::nonnull(arg, "fi_mr_get_xpu_desc", "desc")?;
+                // SAFETY: FI_GET_MR_XPU_DESC's argument is a fi_mr_xpu_desc.
+                unsafe { xpu_desc(mr, &*(arg as *const fi_mr_xpu_desc)) }
+            }
+            other => {
+                crate::ox_log!(
+                    Warn,
+                    Mr,
+                    super::NAME,
+                    "control command {other} not supported on an MR"
+                );
+                Err(Error::NOSYS)
+            }
+        }
+    })
+}
+
+/// fi_mr_raw_attr: the raw key and base address of any MR.
+///
+/// # Safety
+/// The attr's pointers are NULL or writable as fi_mr_raw_attr(3) says.
+unsafe fn raw_attr(mr: &Mr, a: &fi_mr_raw_attr) -> Result<i32> {
+    if a.flags != 0 {
+        crate::ox_log!(Warn, Mr, super::NAME, "fi_mr_raw_attr: flags must be 0");
+        return Err(Error::BADFLAGS);
+    }
+    crate::capi::nonnull(a.key_size, "fi_mr_raw_attr", "key_size")?;
+    crate::capi::nonnull(a.base_addr, "fi_mr_raw_attr", "base_addr")?;
+    let raw = mr.domain().registry.raw_attr(&mr.handle()?)?;
+    // SAFETY: key_size is writable; raw_key holds *key_size bytes.
+    unsafe {
+        if *a.key_size < RAW_KEY_SIZE || a.raw_key.is_null() {
+            *a.key_size = RAW_KEY_SIZE;
+            return Err(Error::TOOSMALL);
+        }
+        std::ptr::copy_nonoverlapping(raw.as_bytes().as_ptr(), a.raw_key, RAW_KEY_SIZE);
+        *a.key_size = RAW_KEY_SIZE;
+        *a.base_addr = raw.base_addr;
+    }
+    Ok(0)
+}
+
+/// fi_mr_refresh: checks that each given range (or, with none, the whole
+/// region) is still inside the region and backed by mapped pages.
+///
+/// # Safety
+/// The modify's attr holds `iov_count` iovs at `mr_iov`.
+unsafe fn refresh(mr: &Mr, m: &fi_mr_modify) -> Result<i32> {
+    if m.flags != 0 {
+        crate::ox_log!(Warn, Mr, super::NAME, "fi_mr_refresh: flags must be 0");
+        return Err(Error::BADFLAGS);
+    }
+    let d = mr.domain();
+    let h = mr.handle()?;
+    let region = d.registry.iovs(&h)?;
+    // SAFETY: per the function contract.
+    let ranges: Vec<(u64, u64)> = if m.attr.iov_count == 0 {
+        region.clone()
+    } else {
+        unsafe { read_iovs(d, m.attr.__anon_mr_iov.mr_iov, m.attr.iov_count) }?
+    };
+    for &(base, len) in &ranges {
+        let inside = region
+            .iter()
+            .any(|&(b, l)| base >= b && base.saturating_add(len) <= b + l);
+        if !inside {
+            crate::ox_log!(
+                Warn,
+                Mr,
+                super::NAME,
+                "fi_mr_refresh: 0x{base:x}+{len} is not part of MR 0x{:x}",
+                mr.key
+            );
+            return Err(Error::INVAL);
+        }
+        if !mem::range_mapped(base as usize, len as usize) {
+            crate::ox_log!(
+                Warn,
+                Mr,
+                super::NAME,
+                "fi_mr_refresh: 0x{base:x}+{len} is no longer mapped"
+            );
+            return Err(Error::FAULT);
+        }
+    }
+    Ok(0)
+}
+
+/// fi_mr_get_xpu_desc: the region's descriptor bytes (its 64-bit key). An
+/// XPU context is required with FI_XPU; oxshm has no XPU contexts.
+///
+/// # Safety
+/// `len` is NULL or writable; `buf` holds `*len` bytes.
+unsafe fn xpu_desc(mr: &Mr, x: &fi_mr_xpu_desc) -> Result<i32> {
+    if x.flags & FI_XPU != 0 || !x.ctx.is_null() {
+        crate::ox_log!(
+            Warn,
+            Mr,
+            super::NAME,
+            "fi_mr_get_xpu_desc: oxshm has no XPU contexts; the one given is invalid"
+        );
+        return Err(Error::INVAL);
+    }
+    if x.flags & !FI_XPU != 0 {
+        crate::ox_log!(
+            Warn,
+            Mr,
+            super::NAME,
+            "fi_mr_get_xpu_desc: unknown flags 0x{:x}",
+            x.flags
+        );
+        return Err(Error::BADFLAGS);
+    }
+    crate::capi::nonnull(x.len, "fi_mr_get_xpu_desc", "len")?;
+    // SAFETY: len is writable; buf holds *len bytes when non-NULL.
+    unsafe {
+        if *x.len < XPU_DESC_SIZE || x.buf.is_null() {
+            *x.len = XPU_DESC_SIZE;
+            return Err(Error::TOOSMALL);
+        }
+        std::ptr::copy_nonoverlapping(
+            mr.key.to_ne_bytes().as_ptr(),
+            x.buf as *mut u8,
+            XPU_DESC_SIZE,
+        );
+        *x.len = XPU_DESC_SIZE;
+    }
+    Ok(0)
+}
+
+/// Domain control FI_MAP_RAW_MR: a raw key from a peer -> a 64-bit key.
+///
+/// # Safety
+/// `m`'s pointers as fi_mr_map_raw(3).
+pub unsafe fn map_raw(d: &Domain, m: &fi_mr_map_raw) -> Result<i32> {
+    if m.flags != 0 {
+        crate::ox_log!(Warn, Mr, super::NAME, "fi_mr_map_raw: flags must be 0");
+        return Err(Error::BADFLAGS);
+    }
+    crate::capi::nonnull(m.raw_key, "fi_mr_map_raw", "raw_key")?;
+    crate::capi::nonnull(m.key, "fi_mr_map_raw", "key")?;
+    if m.key_size != RAW_KEY_SIZE {
+        crate::ox_log!(
+            Warn,
+            Mr,
+            super::NAME,
+            "fi_mr_map_raw: raw keys are {RAW_KEY_SIZE} bytes (got {})",
+            m.key_size
+        );
+        return Err(Error::INVAL);
+    }
+    // SAFETY: raw_key holds key_size bytes.
+    let bytes = unsafe { std::slice::from_raw_parts(m.raw_key, m.key_size) };
+    let key = d.registry.map_raw(bytes, m.base_addr).inspect_err(|e| {
+        crate::ox_log!(Warn, Mr, super::NAME, "fi_mr_map_raw: raw key refused: {e}");
+    })?;
+    // SAFETY: key checked non-NULL; written on success only.
+    unsafe { *m.key = key };
+    Ok(0)
+}
+
+/// Domain control FI_UNMAP_KEY.
+pub fn unmap_key(d: &Domain, key: u64) -> Result<i32> {
+    d.registry.unmap_key(key).inspect_err(|_| {
+        crate::ox_log!(
+            Warn,
+            Mr,
+            super::NAME,
+            "fi_mr_unmap_key: key 0x{key:x} is not mapped"
+        );
+    })?;
+    Ok(0)
 }
