@@ -105,8 +105,11 @@ test-upstream-bin: deps lib
 test-install: lib
 	bash capi-tests/install.sh
 
+# Registration against Debian's libfabric shm in the same run (C), then the
+# engine's verification path (criterion).
 bench: lib deps
 	BUILD=$(BUILD) bash bench/run.sh
+	$(CARGO) bench --bench verify
 
 clean:
 	$(CARGO) clean
