@@ -321,6 +321,9 @@ fn check_iovs(d: &Domain, iovs: &[(u64, u64)]) -> Result<()> {
 }
 
 fn page_size_ok(p: u64) -> bool {
+    if p == 0 {
+        return true;
+    }
     // SAFETY: sysconf has no preconditions.
     let base = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
     p == 0 || (p.is_power_of_two() && p >= base && p <= 1 << 30)
@@ -390,7 +393,7 @@ fn register(d: &Domain, mut input: Input, out: *mut *mut fid_mr) -> Result<i32> 
     let mut iface = fi_hmem_iface::FI_HMEM_SYSTEM as u32;
     let mut page_size = input.page_size;
     let parent = if input.base_mr.is_null() {
-        if d.hmem {
+        if d.hmem && input.iface != fi_hmem_iface::FI_HMEM_SYSTEM as u32 {
             hmem::check_iface(input.iface).inspect_err(|_| d.count_failure())?;
             iface = input.iface;
         }
