@@ -691,6 +691,37 @@ static int reg_on_wrong_object(void)
 	return test_close(&r);
 }
 
+#if FI_MAJOR_VERSION == 2 && FI_MINOR_VERSION >= 7
+/* oxfabric's headers make the fi_mr_* calls exported functions that take
+ * NULL objects (upstream's inline wrappers would dereference them). */
+static int exported_null_objects(void)
+{
+	struct fid_mr *mr = SENTINEL;
+	struct iovec iov = { buf[0], 64 };
+	struct fi_mr_attr a = attr_for(&iov, 1, FI_READ, 1);
+	uint8_t raw[64];
+	size_t n = sizeof(raw);
+	uint64_t base = 0, key = 0;
+	struct fid f;
+	memset(&f, 0, sizeof(f));
+	CHECK_RC(fi_mr_reg(NULL, buf[0], 64, FI_READ, 0, 1, 0, &mr, NULL), -FI_EINVAL);
+	CHECK_RC(fi_mr_regv(NULL, &iov, 1, FI_READ, 0, 1, 0, &mr, NULL), -FI_EINVAL);
+	CHECK_RC(fi_mr_regattr(NULL, &a, 0, &mr), -FI_EINVAL);
+	CHECK(mr == SENTINEL);
+	CHECK(fi_mr_key(NULL) == FI_KEY_NOTAVAIL);
+	CHECK(fi_mr_desc(NULL) == NULL);
+	CHECK_RC(fi_mr_raw_attr(NULL, &base, raw, &n, 0), -FI_EINVAL);
+	CHECK_RC(fi_mr_map_raw(NULL, 0, raw, n, &key, 0), -FI_EINVAL);
+	CHECK_RC(fi_mr_unmap_key(NULL, 1), -FI_EINVAL);
+	CHECK_RC(fi_mr_bind(NULL, &f, 0), -FI_EINVAL);
+	CHECK_RC(fi_mr_refresh(NULL, &iov, 1, 0), -FI_EINVAL);
+	CHECK_RC(fi_mr_enable(NULL), -FI_EINVAL);
+	CHECK_RC(fi_mr_get_xpu_desc(NULL, raw, &n, 0, NULL), -FI_EINVAL);
+	CHECK_RC(fi_close(NULL), -FI_EINVAL);
+	return 0;
+}
+#endif
+
 static const struct test_case cases[] = {
 	CASE(reg_key_desc_close),
 	CASE(requested_key_used),
@@ -737,6 +768,9 @@ static const struct test_case cases[] = {
 	CASE(refusals_keep_no_key),
 	CASE(vtable_paths),
 	CASE(reg_on_wrong_object),
+#if FI_MAJOR_VERSION == 2 && FI_MINOR_VERSION >= 7
+	CASE(exported_null_objects),
+#endif
 };
 
 TEST_MAIN(cases)

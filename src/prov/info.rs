@@ -155,20 +155,25 @@ pub fn negotiate_mr_mode(
     local_mr_mode: bool,
     required: i32,
 ) -> std::result::Result<i32, Mismatch> {
-    let basic_ok = required & !(MR_BASIC_MAP | f::FI_MR_LOCAL) == 0;
-    let scalable_ok = required & (MR_BASIC_MAP | f::FI_MR_LOCAL) == 0;
+    // Basic registration stands for VIRT_ADDR | ALLOCATED | PROV_KEY, plus
+    // FI_MR_LOCAL when the caller also set the FI_LOCAL_MR mode bit;
+    // scalable registration for no requirement but that FI_MR_LOCAL.
+    let local = if local_mr_mode { f::FI_MR_LOCAL } else { 0 };
+    let basic_ok = required & !(MR_BASIC_MAP | local) == 0;
+    let scalable_ok = required & !local == 0;
     let Some(hint) = hint else {
         // No preference: report what the domain needs, in the caller's
         // vocabulary.
-        return Ok(if api_version < version(1, 5) {
-            if required == 0 {
-                f::FI_MR_SCALABLE
-            } else {
-                f::FI_MR_BASIC
-            }
+        if api_version >= version(1, 5) {
+            return Ok(required);
+        }
+        return if required == 0 {
+            Ok(f::FI_MR_SCALABLE)
+        } else if required & !(MR_BASIC_MAP | f::FI_MR_LOCAL) == 0 {
+            Ok(f::FI_MR_BASIC)
         } else {
-            required
-        });
+            mismatch(format!("domain requires mr_mode 0x{required:x}, which API versions before 1.5 cannot express"))
+        };
     };
     if hint == f::FI_MR_BASIC {
         // Forces basic registration; never cleared.
@@ -181,7 +186,7 @@ pub fn negotiate_mr_mode(
         };
     }
     if hint == f::FI_MR_SCALABLE {
-        return if scalable_ok || (required == f::FI_MR_LOCAL && local_mr_mode) {
+        return if scalable_ok {
             Ok(f::FI_MR_SCALABLE)
         } else {
             mismatch(format!(
@@ -194,11 +199,13 @@ pub fn negotiate_mr_mode(
         if hint != f::FI_MR_UNSPEC {
             return mismatch(format!("mr_mode 0x{hint:x} is not valid before API 1.5"));
         }
-        return Ok(if scalable_ok {
-            f::FI_MR_SCALABLE
+        return if scalable_ok {
+            Ok(f::FI_MR_SCALABLE)
+        } else if basic_ok {
+            Ok(f::FI_MR_BASIC)
         } else {
-            f::FI_MR_BASIC
-        });
+            mismatch(format!("domain requires mr_mode 0x{required:x}, which API versions before 1.5 cannot express"))
+        };
     }
     if hint & (f::FI_MR_BASIC | f::FI_MR_SCALABLE) != 0 {
         return mismatch(format!(
@@ -358,6 +365,9 @@ pub fn match_info(
         if hd.caps & !od.caps != 0 {
             return mismatch("domain caps not supported".into());
         }
+        if hd.caps != 0 {
+            od.caps = hd.caps | (od.caps & SECONDARY_CAPS);
+        }
         if hd.mr_key_size > od.mr_key_size && hd.mr_key_size != 0 {
             return mismatch("mr_key_size exceeds the provider's".into());
         }
@@ -391,6 +401,20 @@ pub fn match_info(
         }
     }
     out.mode = offer.mode;
+    // Legacy registration modes carry FI_MR_LOCAL as the FI_LOCAL_MR mode
+    // bit (the caller offered it, or negotiation would have failed).
+    if let Some(od) = out.domain.as_ref() {
+        let legacy = od.mr_mode == f::FI_MR_BASIC || od.mr_mode == f::FI_MR_SCALABLE;
+        if legacy && mr_required & f::FI_MR_LOCAL != 0 {
+            out.mode |= f::FI_LOCAL_MR;
+        }
+    }
+    // A domain offers what the caller asked of the endpoint, and no more.
+    if h.caps != 0 {
+        if let Some(od) = out.domain.as_mut() {
+            od.caps &= out.caps | SECONDARY_CAPS;
+        }
+    }
     if let Some(of) = out.fabric.as_mut() {
         of.api_version = api_version;
     }
@@ -478,6 +502,20 @@ mod tests {
             Ok(f::FI_MR_SCALABLE)
         );
         assert!(negotiate_mr_mode(version(1, 4), Some(f::FI_MR_LOCAL), false, 0).is_err());
+        // Requirements outside what each legacy mode stands for.
+        assert!(negotiate_mr_mode(V, Some(f::FI_MR_SCALABLE), false, f::FI_MR_RAW).is_err());
+        assert!(negotiate_mr_mode(V, Some(f::FI_MR_SCALABLE), false, f::FI_MR_ENDPOINT).is_err());
+        assert!(negotiate_mr_mode(version(1, 4), Some(0), false, f::FI_MR_RAW).is_err());
+        assert!(negotiate_mr_mode(V, Some(f::FI_MR_BASIC), false, f::FI_MR_LOCAL).is_err());
+        assert_eq!(
+            negotiate_mr_mode(V, Some(f::FI_MR_BASIC), true, f::FI_MR_LOCAL),
+            Ok(f::FI_MR_BASIC)
+        );
+        assert!(negotiate_mr_mode(V, Some(f::FI_MR_SCALABLE), false, f::FI_MR_LOCAL).is_err());
+        assert_eq!(
+            negotiate_mr_mode(V, Some(f::FI_MR_SCALABLE), true, f::FI_MR_LOCAL),
+            Ok(f::FI_MR_SCALABLE)
+        );
     }
 
     fn offer() -> Info {

@@ -40,6 +40,10 @@ pub struct Domain {
     /// The bound EQ when its flags include FI_REG_MR (read on every
     /// registration, so kept apart from the mutex).
     reg_mr: AtomicPtr<Eq>,
+    /// fi_mr_bind bindings by MR key, and how many MRs have any (so that
+    /// closing an unbound MR takes no lock).
+    bindings: Mutex<std::collections::HashMap<u64, Vec<mr::Bound>>>,
+    bound_mrs: std::sync::atomic::AtomicUsize,
 }
 
 // SAFETY: #[repr(C)] with fid_domain (which starts with struct fid) first.
@@ -67,17 +71,17 @@ static FI_OPS: fi_ops = fi_ops {
 
 static OPS_DOMAIN: fi_ops_domain = fi_ops_domain {
     size: std::mem::size_of::<fi_ops_domain>(),
-    av_open: Some(unsupported::av_open),
-    cq_open: Some(unsupported::cq_open),
-    endpoint: Some(unsupported::endpoint),
+    av_open: Some(super::av::open),
+    cq_open: Some(super::cq::open),
+    endpoint: Some(super::ep::endpoint),
     scalable_ep: Some(unsupported::scalable_ep),
-    cntr_open: Some(unsupported::cntr_open),
+    cntr_open: Some(super::cntr::open),
     poll_open: Some(unsupported::poll_open),
     stx_ctx: Some(unsupported::stx_ctx),
     srx_ctx: Some(unsupported::srx_ctx),
     query_atomic: Some(unsupported::query_atomic),
     query_collective: Some(unsupported::query_collective),
-    endpoint2: Some(unsupported::endpoint2),
+    endpoint2: Some(super::ep::endpoint2),
     xpu_ctx: Some(unsupported::xpu_ctx),
 };
 
@@ -146,10 +150,18 @@ pub unsafe fn open(
         };
         (a.mr_mode, limit)
     };
+    // The legacy modes spelled out; the FI_LOCAL_MR mode bit stands for
+    // FI_MR_LOCAL with either.
+    // SAFETY: per the function contract.
+    let local = if unsafe { (*info).mode } & FI_LOCAL_MR != 0 {
+        FI_MR_LOCAL
+    } else {
+        0
+    };
     if mr_mode == FI_MR_BASIC {
-        mr_mode = MR_BASIC_MAP;
+        mr_mode = MR_BASIC_MAP | local;
     } else if mr_mode == FI_MR_SCALABLE {
-        mr_mode = 0;
+        mr_mode = local;
     }
     let required = super::info::mr_required();
     if required & !mr_mode != 0 {
@@ -193,11 +205,38 @@ pub unsafe fn open(
         failures: AtomicU64::new(0),
         eq: Mutex::new(None),
         reg_mr: AtomicPtr::new(std::ptr::null_mut()),
+        bindings: Mutex::new(std::collections::HashMap::new()),
+        bound_mrs: std::sync::atomic::AtomicUsize::new(0),
     });
     Ok(Box::into_raw(d) as *mut fid_domain)
 }
 
 impl Domain {
+    /// Records an fi_mr_bind binding of the MR with `key`.
+    pub fn add_binding(&self, key: u64, b: mr::Bound) {
+        let mut m = self.bindings.lock().unwrap_or_else(|e| e.into_inner());
+        let list = m.entry(key).or_default();
+        if list.is_empty() {
+            self.bound_mrs.fetch_add(1, Ordering::AcqRel);
+        }
+        list.push(b);
+    }
+
+    /// Removes and returns the bindings of the MR with `key`.
+    pub fn take_bindings(&self, key: u64) -> Vec<mr::Bound> {
+        if self.bound_mrs.load(Ordering::Acquire) == 0 {
+            return Vec::new();
+        }
+        let mut m = self.bindings.lock().unwrap_or_else(|e| e.into_inner());
+        match m.remove(&key) {
+            Some(v) => {
+                self.bound_mrs.fetch_sub(1, Ordering::AcqRel);
+                v
+            }
+            None => Vec::new(),
+        }
+    }
+
     /// Counts a registration refused before it reached the engine.
     pub fn count_failure(&self) {
         self.failures.fetch_add(1, Ordering::Relaxed);
@@ -256,7 +295,12 @@ unsafe extern "C" fn close(f: *mut fid) -> c_int {
                     super::NAME,
                     "  open MR: key 0x{:x}, address 0x{:x}, {} bytes",
                     r.key,
-                    r.base_addr,
+                    d.registry
+                        .handle(r.key)
+                        .and_then(|h| d.registry.iovs(&h))
+                        .ok()
+                        .and_then(|v| v.first().map(|iov| iov.0))
+                        .unwrap_or(r.base_addr),
                     r.len
                 );
             }
@@ -367,7 +411,7 @@ unsafe extern "C" fn bind(f: *mut fid, bfid: *mut fid, flags: u64) -> c_int {
 mod unsupported {
     use super::*;
     use crate::abi::endpoint::{fid_ep, fid_stx};
-    use crate::abi::eq::{fi_cntr_attr, fi_cq_attr, fi_poll_attr, fid_cntr, fid_cq, fid_poll};
+    use crate::abi::eq::{fi_poll_attr, fid_poll};
     use crate::abi::xpu::{fi_xpu_attr, fid_xpu_ctx};
 
     fn nosys(domain: *mut fid_domain, what: &str) -> c_int {
@@ -384,30 +428,6 @@ mod unsupported {
         })
     }
 
-    pub unsafe extern "C" fn av_open(
-        d: *mut fid_domain,
-        _: *mut fi_av_attr,
-        _: *mut *mut fid_av,
-        _: *mut c_void,
-    ) -> c_int {
-        nosys(d, "fi_av_open")
-    }
-    pub unsafe extern "C" fn cq_open(
-        d: *mut fid_domain,
-        _: *mut fi_cq_attr,
-        _: *mut *mut fid_cq,
-        _: *mut c_void,
-    ) -> c_int {
-        nosys(d, "fi_cq_open")
-    }
-    pub unsafe extern "C" fn endpoint(
-        d: *mut fid_domain,
-        _: *mut fi_info,
-        _: *mut *mut fid_ep,
-        _: *mut c_void,
-    ) -> c_int {
-        nosys(d, "fi_endpoint")
-    }
     pub unsafe extern "C" fn scalable_ep(
         d: *mut fid_domain,
         _: *mut fi_info,
@@ -415,14 +435,6 @@ mod unsupported {
         _: *mut c_void,
     ) -> c_int {
         nosys(d, "fi_scalable_ep")
-    }
-    pub unsafe extern "C" fn cntr_open(
-        d: *mut fid_domain,
-        _: *mut fi_cntr_attr,
-        _: *mut *mut fid_cntr,
-        _: *mut c_void,
-    ) -> c_int {
-        nosys(d, "fi_cntr_open")
     }
     pub unsafe extern "C" fn poll_open(
         d: *mut fid_domain,
@@ -463,15 +475,6 @@ mod unsupported {
         _: u64,
     ) -> c_int {
         nosys(d, "fi_query_collective")
-    }
-    pub unsafe extern "C" fn endpoint2(
-        d: *mut fid_domain,
-        _: *mut fi_info,
-        _: *mut *mut fid_ep,
-        _: u64,
-        _: *mut c_void,
-    ) -> c_int {
-        nosys(d, "fi_endpoint2")
     }
     pub unsafe extern "C" fn xpu_ctx(
         d: *mut fid_domain,

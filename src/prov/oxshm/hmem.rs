@@ -5,10 +5,8 @@
 
 use crate::abi::domain::fi_hmem_iface;
 use crate::error::{Error, Result};
-use once_cell::sync::Lazy;
-use std::collections::HashMap;
 use std::ffi::CString;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// The runtime library each device interface needs.
 pub fn runtime_library(iface: fi_hmem_iface) -> Option<&'static str> {
@@ -33,26 +31,39 @@ pub fn name(iface: fi_hmem_iface) -> &'static str {
     }
 }
 
-static PRESENT: Lazy<Mutex<HashMap<&'static str, bool>>> = Lazy::new(|| Mutex::new(HashMap::new()));
+/// Whether each interface's runtime loads: 0 not yet known, 1 no, 2 yes.
+static PRESENT: [AtomicU8; 6] = [const { AtomicU8::new(0) }; 6];
 
-/// Whether a shared library can be loaded (the answer is cached).
-fn library_present(lib: &'static str) -> bool {
-    let mut cache = PRESENT.lock().unwrap_or_else(|e| e.into_inner());
-    *cache.entry(lib).or_insert_with(|| {
-        let Ok(c) = CString::new(lib) else {
-            return false;
-        };
-        // SAFETY: dlopen with a valid string; the handle is closed at once.
-        unsafe {
-            let h = libc::dlopen(c.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL);
-            if h.is_null() {
-                false
-            } else {
-                libc::dlclose(h);
-                true
-            }
+/// Whether an interface's runtime library can be loaded (cached; no heap,
+/// so nothing outlives the process as a leak report).
+fn runtime_present(iface: fi_hmem_iface, lib: &'static str) -> bool {
+    let cell = &PRESENT[iface as usize];
+    match cell.load(Ordering::Relaxed) {
+        1 => false,
+        2 => true,
+        _ => {
+            let yes = library_present(lib);
+            cell.store(if yes { 2 } else { 1 }, Ordering::Relaxed);
+            yes
         }
-    })
+    }
+}
+
+/// Whether a shared library can be loaded.
+fn library_present(lib: &str) -> bool {
+    let Ok(c) = CString::new(lib) else {
+        return false;
+    };
+    // SAFETY: dlopen with a valid string; the handle is closed at once.
+    unsafe {
+        let h = libc::dlopen(c.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL);
+        if h.is_null() {
+            false
+        } else {
+            libc::dlclose(h);
+            true
+        }
+    }
 }
 
 /// Checks that memory of interface `raw` can be registered: the system
@@ -67,7 +78,7 @@ pub fn check_iface(raw: u32) -> Result<fi_hmem_iface> {
     let Some(lib) = runtime_library(iface) else {
         return Ok(iface);
     };
-    if !library_present(lib) {
+    if !runtime_present(iface, lib) {
         crate::ox_log!(
             Warn,
             Mr,

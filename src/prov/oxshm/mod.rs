@@ -2,7 +2,11 @@
 //!
 //! One file per object, as libfabric's prov/<name>/src/<prefix>_<object>.c.
 
+pub mod av;
+pub mod cntr;
+pub mod cq;
 pub mod domain;
+pub mod ep;
 pub mod eq;
 pub mod fabric;
 pub mod hmem;

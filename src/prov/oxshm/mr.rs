@@ -544,6 +544,7 @@ unsafe extern "C" fn close(f: *mut fid) -> c_int {
                 );
             }
         })?;
+        release_bindings(d, mr.key);
         // SAFETY: this thread just closed the slot, so the entry is ours;
         // the pool keeps it readable for stale pointers.
         unsafe {
@@ -556,59 +557,112 @@ unsafe extern "C" fn close(f: *mut fid) -> c_int {
     })
 }
 
+/// What an MR is bound to (fi_mr_bind); each holds a reference, so the
+/// counter or endpoint cannot close before the MR.
+pub enum Bound {
+    Cntr(*const super::cntr::Cntr),
+    Ep(*const super::ep::Ep),
+}
+
+// SAFETY: the pointers are to objects that stay live while bound (they hold
+// a reference), and are only used to release that reference.
+unsafe impl Send for Bound {}
+
+/// Releases the references an MR's bindings hold (at its close).
+fn release_bindings(d: &Domain, key: u64) {
+    for b in d.take_bindings(key) {
+        match b {
+            // SAFETY: a bound counter or endpoint cannot close while bound.
+            Bound::Cntr(c) => unsafe { (*c).hdr.release() },
+            Bound::Ep(e) => unsafe { (*e).release_mr() },
+        }
+    }
+}
+
 unsafe extern "C" fn bind(f: *mut fid, bfid: *mut fid, flags: u64) -> c_int {
     slot("fi_mr_bind", || {
-        // SAFETY: from_fid checks the object.
+        // SAFETY: mr_from_fid checks the object.
         let mr = unsafe { mr_from_fid(f) }?;
+        let d = mr.domain();
         crate::capi::nonnull(bfid, "fi_mr_bind", "bfid")?;
         // SAFETY: bfid is non-NULL and starts with a struct fid.
-        let class = unsafe { (*bfid).fclass };
-        let binding = match class as c_int {
-            c if c == FI_CLASS_CNTR as c_int => {
-                if flags & !(FI_REMOTE_WRITE | FI_REMOTE_READ) != 0 || flags == 0 {
-                    crate::ox_log!(
-                        Warn,
-                        Mr,
-                        super::NAME,
-                        "counter bindings take FI_REMOTE_WRITE (got 0x{flags:x})"
-                    );
-                    return Err(Error::INVAL);
-                }
-                Bindings::COUNTER
-            }
-            c if c == FI_CLASS_EP as c_int => {
-                if flags != 0 {
-                    crate::ox_log!(
-                        Warn,
-                        Mr,
-                        super::NAME,
-                        "endpoint bindings take flags 0 (got 0x{flags:x})"
-                    );
-                    return Err(Error::INVAL);
-                }
-                Bindings::ENDPOINT
-            }
-            other => {
+        let class = unsafe { (*bfid).fclass } as c_int;
+        let h = mr.handle()?;
+        if class == FI_CLASS_CNTR as c_int {
+            if flags == 0 || flags & !(FI_REMOTE_WRITE | FI_REMOTE_READ) != 0 {
                 crate::ox_log!(
                     Warn,
                     Mr,
                     super::NAME,
-                    "an MR binds to a counter or an endpoint, not class {other}"
+                    "counter bindings take FI_REMOTE_WRITE (got 0x{flags:x})"
                 );
                 return Err(Error::INVAL);
             }
-        };
-        // Counters and endpoints come with the data path; until then no
-        // object of those classes can be an oxshm one.
-        let _ = binding;
-        crate::ox_log!(
-            Warn,
-            Mr,
-            super::NAME,
-            "object of class {class} is not an oxshm counter or endpoint"
-        );
-        let _ = mr;
-        Err(Error::INVAL)
+            // SAFETY: cntr_from_fid checks the object.
+            let c = unsafe { super::cntr::cntr_from_fid(bfid) }?;
+            if !std::ptr::eq(c.domain(), d) {
+                crate::ox_log!(
+                    Warn,
+                    Mr,
+                    super::NAME,
+                    "the counter belongs to another domain"
+                );
+                return Err(Error::DOMAIN);
+            }
+            d.registry.bind(&h, Bindings::COUNTER).inspect_err(|e| {
+                crate::ox_log!(
+                    Warn,
+                    Mr,
+                    super::NAME,
+                    "fi_mr_bind on MR 0x{:x}: {e} (bindings come before fi_mr_enable)",
+                    mr.key
+                );
+            })?;
+            c.hdr.hold();
+            d.add_binding(mr.key, Bound::Cntr(c));
+            Ok(0)
+        } else if class == FI_CLASS_EP as c_int {
+            if flags != 0 {
+                crate::ox_log!(
+                    Warn,
+                    Mr,
+                    super::NAME,
+                    "endpoint bindings take flags 0 (got 0x{flags:x})"
+                );
+                return Err(Error::INVAL);
+            }
+            // SAFETY: ep_from_fid checks the object.
+            let e = unsafe { super::ep::ep_from_fid(bfid) }?;
+            if !std::ptr::eq(e.domain(), d) {
+                crate::ox_log!(
+                    Warn,
+                    Mr,
+                    super::NAME,
+                    "the endpoint belongs to another domain"
+                );
+                return Err(Error::DOMAIN);
+            }
+            d.registry.bind(&h, Bindings::ENDPOINT).inspect_err(|e| {
+                crate::ox_log!(
+                    Warn,
+                    Mr,
+                    super::NAME,
+                    "fi_mr_bind on MR 0x{:x}: {e} (bindings come before fi_mr_enable)",
+                    mr.key
+                );
+            })?;
+            e.hold_mr();
+            d.add_binding(mr.key, Bound::Ep(e));
+            Ok(0)
+        } else {
+            crate::ox_log!(
+                Warn,
+                Mr,
+                super::NAME,
+                "an MR binds to a counter or an endpoint, not an object of class {class}"
+            );
+            Err(Error::INVAL)
+        }
     })
 }
 
@@ -806,7 +860,21 @@ pub unsafe extern "C" fn regattr(
 }
 
 fn read_auth(d: &Domain, a: &fi_mr_attr) -> Result<Auth> {
-    if d.api_version < version(1, 5) || a.auth_key_size == 0 {
+    if d.api_version < version(1, 5) {
+        return Ok(Auth::None);
+    }
+    if d.av_auth_key && a.auth_key_size != std::mem::size_of::<fi_mr_auth_key>() {
+        return refuse(
+            d,
+            Error::INVAL,
+            format_args!(
+                "FI_AV_AUTH_KEY domain: auth_key_size must be {} (got {})",
+                std::mem::size_of::<fi_mr_auth_key>(),
+                a.auth_key_size
+            ),
+        );
+    }
+    if a.auth_key_size == 0 {
         return Ok(Auth::None);
     }
     if a.auth_key.is_null() {

@@ -1,0 +1,1757 @@
+//! oxshm completion queues (`fi_cq_open`): a bounded, ordered queue of
+//! completions and error completions that the data path fills through
+//! [`Cq::push`] / [`Cq::push_err`] and the application drains with
+//! fi_cq_read(3) and friends, in the format it chose at open.
+//!
+//! Blocking reads wait on a condition variable; with FI_WAIT_FD the CQ also
+//! keeps an eventfd that is readable while anything is queued (or a
+//! fi_cq_signal is pending), for `FI_GETWAIT` and poll(2). FI_WAIT_UNSPEC and
+//! FI_WAIT_YIELD have no fd, so pushing a completion costs no system call.
+
+use super::domain::Domain;
+use super::object::{from_fid, nosys, slot, slot_ssize, Header, Object};
+use crate::abi::domain::fid_domain;
+use crate::abi::eq::*;
+use crate::abi::fabric::*;
+use crate::abi::xpu::fid_xpu_cq;
+use crate::error::{Error, Result};
+use crate::prov::info::version;
+use libc::{c_char, c_int, c_void, size_t, ssize_t};
+use std::collections::VecDeque;
+use std::mem::offset_of;
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// Tag of live oxshm CQs.
+pub const TAG_CQ: u64 = u64::from_be_bytes(*b"oxCQ\0\0\0\0");
+
+/// Entries a CQ holds when `attr->size` is 0.
+pub const DEFAULT_SIZE: usize = 1024;
+/// Largest `attr->size` accepted (entries are allocated as they arrive).
+pub const MAX_SIZE: usize = 1 << 22;
+
+/// One successful completion, as the data path reports it. Pointers are the
+/// application's own values (`op_context`, the receive buffer) and are never
+/// dereferenced by the CQ.
+#[derive(Clone, Copy, Debug)]
+pub struct Completion {
+    pub context: *mut c_void,
+    pub flags: u64,
+    pub len: usize,
+    pub buf: *mut c_void,
+    pub data: u64,
+    pub tag: u64,
+    /// Source address for fi_cq_readfrom; FI_ADDR_NOTAVAIL when unknown.
+    pub src: fi_addr_t,
+}
+
+impl Default for Completion {
+    fn default() -> Completion {
+        Completion {
+            context: std::ptr::null_mut(),
+            flags: 0,
+            len: 0,
+            buf: std::ptr::null_mut(),
+            data: 0,
+            tag: 0,
+            src: FI_ADDR_NOTAVAIL,
+        }
+    }
+}
+
+// SAFETY: the pointers are opaque application values that are only copied
+// back to the application, never dereferenced.
+unsafe impl Send for Completion {}
+
+/// One failed operation, as the data path reports it (fi_cq_readerr(3)).
+#[derive(Clone, Debug)]
+pub struct ErrCompletion {
+    pub context: *mut c_void,
+    pub flags: u64,
+    pub len: usize,
+    pub buf: *mut c_void,
+    pub data: u64,
+    pub tag: u64,
+    /// Bytes that did not fit (truncated receives).
+    pub olen: usize,
+    /// Positive FI_E* code (FI_EACCES, FI_EINVAL, FI_ETRUNC, ...).
+    pub err: i32,
+    /// Provider error, turned into text by fi_cq_strerror.
+    pub prov_errno: i32,
+    /// Provider error data, copied out by fi_cq_readerr.
+    pub err_data: Vec<u8>,
+    pub src: fi_addr_t,
+}
+
+impl Default for ErrCompletion {
+    fn default() -> ErrCompletion {
+        ErrCompletion {
+            context: std::ptr::null_mut(),
+            flags: 0,
+            len: 0,
+            buf: std::ptr::null_mut(),
+            data: 0,
+            tag: 0,
+            olen: 0,
+            err: Error::OTHER.0,
+            prov_errno: 0,
+            err_data: Vec::new(),
+            src: FI_ADDR_NOTAVAIL,
+        }
+    }
+}
+
+// SAFETY: as for Completion.
+unsafe impl Send for ErrCompletion {}
+
+/// The wait object an application asked for (shared with counters).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitObj {
+    None,
+    Unspec,
+    Fd,
+    Yield,
+}
+
+impl WaitObj {
+    /// The supported `enum fi_wait_obj` values; others are -FI_ENOSYS.
+    pub fn from_raw(raw: fi_wait_obj_raw, what: &str) -> Result<WaitObj> {
+        match fi_wait_obj::from_raw(raw) {
+            Some(fi_wait_obj::FI_WAIT_NONE) => Ok(WaitObj::None),
+            Some(fi_wait_obj::FI_WAIT_UNSPEC) => Ok(WaitObj::Unspec),
+            Some(fi_wait_obj::FI_WAIT_FD) => Ok(WaitObj::Fd),
+            Some(fi_wait_obj::FI_WAIT_YIELD) => Ok(WaitObj::Yield),
+            _ => {
+                crate::ox_log!(Warn, Core, super::NAME, "{what}: wait object {raw} not supported (use FI_WAIT_NONE, FI_WAIT_UNSPEC, FI_WAIT_FD or FI_WAIT_YIELD)");
+                Err(Error::NOSYS)
+            }
+        }
+    }
+
+    pub fn raw(self) -> fi_wait_obj {
+        match self {
+            WaitObj::None => fi_wait_obj::FI_WAIT_NONE,
+            WaitObj::Unspec => fi_wait_obj::FI_WAIT_UNSPEC,
+            WaitObj::Fd => fi_wait_obj::FI_WAIT_FD,
+            WaitObj::Yield => fi_wait_obj::FI_WAIT_YIELD,
+        }
+    }
+}
+
+/// A non-blocking eventfd, closed on drop. Its owner tracks whether it is
+/// set, so each transition costs one system call and none are repeated.
+pub struct EventFd(c_int);
+
+impl EventFd {
+    pub fn new(what: &str) -> Result<EventFd> {
+        // SAFETY: eventfd has no memory preconditions; the result is checked.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if fd < 0 {
+            let e = Error::last_os();
+            crate::ox_log!(Warn, Core, super::NAME, "{what}: eventfd failed: {e}");
+            return Err(e);
+        }
+        Ok(EventFd(fd))
+    }
+
+    pub fn raw(&self) -> c_int {
+        self.0
+    }
+
+    /// Makes the fd readable.
+    pub fn set(&self) {
+        let one: u64 = 1;
+        // SAFETY: our eventfd; writing 8 bytes from a u64.
+        unsafe { libc::write(self.0, &one as *const u64 as *const c_void, 8) };
+    }
+
+    /// Makes the fd unreadable again.
+    pub fn clear(&self) {
+        let mut v: u64 = 0;
+        // SAFETY: our eventfd; reading 8 bytes into a u64.
+        unsafe { libc::read(self.0, &mut v as *mut u64 as *mut c_void, 8) };
+    }
+}
+
+impl Drop for EventFd {
+    fn drop(&mut self) {
+        // SAFETY: the fd is ours and closed once.
+        unsafe { libc::close(self.0) };
+    }
+}
+
+/// Milliseconds from fi(3) (negative: forever) as a deadline.
+pub fn deadline(timeout_ms: c_int) -> Option<Instant> {
+    (timeout_ms >= 0).then(|| Instant::now() + Duration::from_millis(timeout_ms as u64))
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Overrun {
+    No,
+    /// Completions were lost; reported through readerr once the queue drains.
+    Pending {
+        lost: u64,
+    },
+    /// The FI_EOVERRUN entry was read: the CQ is dead.
+    Reported,
+}
+
+struct Queues {
+    /// Successful completions with their arrival number.
+    ok: VecDeque<(u64, Completion)>,
+    /// Error completions with their arrival number.
+    errs: VecDeque<(u64, ErrCompletion)>,
+    next_seq: u64,
+    /// err_data of the last error read, valid until the next readerr.
+    last_err_data: Vec<u8>,
+    overrun: Overrun,
+    /// fi_cq_signal was called and no read has consumed it yet.
+    signal: bool,
+    /// Whether the eventfd is currently set.
+    fd_set: bool,
+    /// Threads blocked in sread (close refuses while any are).
+    waiters: usize,
+}
+
+impl Queues {
+    fn len(&self) -> usize {
+        self.ok.len() + self.errs.len()
+    }
+
+    /// Whether a read would return something other than -FI_EAGAIN.
+    fn readable(&self) -> bool {
+        !self.ok.is_empty() || !self.errs.is_empty() || self.overrun != Overrun::No
+    }
+}
+
+#[repr(C)]
+pub struct Cq {
+    pub fid: fid_cq,
+    pub hdr: Header,
+    domain: *const Domain,
+    api_version: u32,
+    format: fi_cq_format,
+    size: usize,
+    wait: WaitObj,
+    wait_cond: fi_cq_wait_cond,
+    efd: Option<EventFd>,
+    q: Mutex<Queues>,
+    cond: Condvar,
+}
+
+// SAFETY: the domain pointer is only used to release the CQ's hold at close
+// (the domain cannot close first); completions hold opaque application
+// pointers; all mutable state is behind the mutex.
+unsafe impl Send for Cq {}
+// SAFETY: as above.
+unsafe impl Sync for Cq {}
+
+// SAFETY: #[repr(C)] with fid_cq (which starts with struct fid) first.
+unsafe impl Object for Cq {
+    const TAG: u64 = TAG_CQ;
+    const FCLASS: usize = FI_CLASS_CQ as usize;
+    const NAME: &'static str = "completion queue";
+    fn header(&self) -> &Header {
+        &self.hdr
+    }
+    fn fi_ops() -> *mut fi_ops {
+        &FI_OPS as *const fi_ops as *mut fi_ops
+    }
+}
+
+static FI_OPS: fi_ops = fi_ops {
+    size: std::mem::size_of::<fi_ops>(),
+    close: Some(close),
+    bind: Some(nosys::bind),
+    control: Some(control),
+    ops_open: Some(nosys::ops_open),
+    tostr: Some(nosys::tostr),
+    ops_set: Some(nosys::ops_set),
+};
+
+static OPS_CQ: fi_ops_cq = fi_ops_cq {
+    size: std::mem::size_of::<fi_ops_cq>(),
+    read: Some(read),
+    readfrom: Some(readfrom),
+    readerr: Some(readerr),
+    sread: Some(sread),
+    sreadfrom: Some(sreadfrom),
+    signal: Some(signal),
+    strerror: Some(strerror),
+    export_xpu: Some(export_xpu),
+};
+
+/// Checks that `p` is a live oxshm CQ (for fi_ep_bind and friends).
+///
+/// # Safety
+/// `p` is NULL or points to readable memory that starts with a `struct fid`.
+pub unsafe fn cq_from_fid(p: *const fid) -> Result<&'static Cq> {
+    // SAFETY: per the function contract.
+    unsafe { from_fid::<Cq>(p) }
+}
+
+/// Bytes of `struct fi_cq_attr` at an API version (`xpu_ctx` is 2.7's).
+pub fn cq_attr_len(api_version: u32) -> usize {
+    if api_version < version(2, 7) {
+        offset_of!(fi_cq_attr, xpu_ctx)
+    } else {
+        std::mem::size_of::<fi_cq_attr>()
+    }
+}
+
+/// Bytes of `struct fi_cq_err_entry` at an API version: `err_data_size`
+/// arrived in 1.5 and `src_addr` in 1.20.
+pub fn cq_err_entry_len(api_version: u32) -> usize {
+    if api_version < version(1, 5) {
+        offset_of!(fi_cq_err_entry, err_data_size)
+    } else if api_version < version(1, 20) {
+        offset_of!(fi_cq_err_entry, src_addr)
+    } else {
+        std::mem::size_of::<fi_cq_err_entry>()
+    }
+}
+
+/// Bytes of one entry of `format` in the application's buffer.
+pub fn entry_size(format: fi_cq_format) -> usize {
+    match format {
+        fi_cq_format::FI_CQ_FORMAT_UNSPEC | fi_cq_format::FI_CQ_FORMAT_CONTEXT => {
+            std::mem::size_of::<fi_cq_entry>()
+        }
+        fi_cq_format::FI_CQ_FORMAT_MSG => std::mem::size_of::<fi_cq_msg_entry>(),
+        fi_cq_format::FI_CQ_FORMAT_DATA => std::mem::size_of::<fi_cq_data_entry>(),
+        fi_cq_format::FI_CQ_FORMAT_TAGGED => std::mem::size_of::<fi_cq_tagged_entry>(),
+    }
+}
+
+/// The validated attributes of a CQ.
+struct Attr {
+    size: usize,
+    format: fi_cq_format,
+    wait: WaitObj,
+    wait_cond: fi_cq_wait_cond,
+}
+
+fn check_attr(api_version: u32, a: &fi_cq_attr) -> Result<Attr> {
+    let xpu = if api_version >= version(2, 7) {
+        FI_XPU
+    } else {
+        0
+    };
+    if a.flags & xpu != 0 {
+        crate::ox_log!(
+            Warn,
+            Cq,
+            super::NAME,
+            "FI_XPU completion queues are not supported"
+        );
+        return Err(Error::NOSYS);
+    }
+    if a.flags & !FI_AFFINITY != 0 {
+        crate::ox_log!(
+            Warn,
+            Cq,
+            super::NAME,
+            "unsupported CQ flags 0x{:x} (only FI_AFFINITY)",
+            a.flags & !FI_AFFINITY
+        );
+        return Err(Error::BADFLAGS);
+    }
+    let size = match a.size {
+        0 => DEFAULT_SIZE,
+        n if n > MAX_SIZE => {
+            crate::ox_log!(
+                Warn,
+                Cq,
+                super::NAME,
+                "CQ size {n} exceeds the maximum of {MAX_SIZE}"
+            );
+            return Err(Error::INVAL);
+        }
+        n => n,
+    };
+    let format = match fi_cq_format::from_raw(a.format) {
+        Some(fi_cq_format::FI_CQ_FORMAT_UNSPEC) => fi_cq_format::FI_CQ_FORMAT_CONTEXT,
+        Some(f) => f,
+        None => {
+            crate::ox_log!(Warn, Cq, super::NAME, "unknown CQ format {}", a.format);
+            return Err(Error::INVAL);
+        }
+    };
+    let wait = WaitObj::from_raw(a.wait_obj, "fi_cq_open")?;
+    // wait_cond means nothing without a wait object (fi_cq(3)).
+    let wait_cond = if wait == WaitObj::None {
+        fi_cq_wait_cond::FI_CQ_COND_NONE
+    } else {
+        match fi_cq_wait_cond::from_raw(a.wait_cond) {
+            Some(c) => c,
+            None => {
+                crate::ox_log!(
+                    Warn,
+                    Cq,
+                    super::NAME,
+                    "unknown CQ wait condition {}",
+                    a.wait_cond
+                );
+                return Err(Error::INVAL);
+            }
+        }
+    };
+    Ok(Attr {
+        size,
+        format,
+        wait,
+        wait_cond,
+    })
+}
+
+/// The `fi_ops_domain.cq_open` slot.
+///
+/// # Safety
+/// `domain` is any object (checked); `attr` is NULL or holds a
+/// `struct fi_cq_attr` of the domain's API version; `cq` is NULL or writable.
+pub unsafe extern "C" fn open(
+    domain: *mut fid_domain,
+    attr: *mut fi_cq_attr,
+    cq: *mut *mut fid_cq,
+    context: *mut c_void,
+) -> c_int {
+    slot("fi_cq_open", || {
+        // SAFETY: from_fid checks the object.
+        let d = unsafe { from_fid::<Domain>(domain as *const fid) }?;
+        crate::capi::nonnull(attr, "fi_cq_open", "attr")?;
+        crate::capi::nonnull(cq, "fi_cq_open", "cq")?;
+        // A copy of the application's prefix; later fields stay zero.
+        // SAFETY: attr holds at least cq_attr_len bytes for this API
+        // version, and every field of fi_cq_attr is valid when zeroed.
+        let a: fi_cq_attr = unsafe {
+            let mut a: fi_cq_attr = std::mem::zeroed();
+            std::ptr::copy_nonoverlapping(
+                attr as *const u8,
+                &mut a as *mut fi_cq_attr as *mut u8,
+                cq_attr_len(d.api_version),
+            );
+            a
+        };
+        let at = check_attr(d.api_version, &a)?;
+        let efd = match at.wait {
+            WaitObj::Fd => Some(EventFd::new("fi_cq_open")?),
+            _ => None,
+        };
+        d.hdr.hold();
+        let c = Box::new(Cq {
+            fid: fid_cq {
+                fid: fid {
+                    fclass: FI_CLASS_CQ as usize,
+                    context,
+                    ops: Cq::fi_ops(),
+                },
+                ops: &OPS_CQ as *const fi_ops_cq as *mut fi_ops_cq,
+            },
+            hdr: Header::new(TAG_CQ),
+            domain: d,
+            api_version: d.api_version,
+            format: at.format,
+            size: at.size,
+            wait: at.wait,
+            wait_cond: at.wait_cond,
+            efd,
+            q: Mutex::new(Queues {
+                ok: VecDeque::with_capacity(at.size.min(DEFAULT_SIZE)),
+                errs: VecDeque::new(),
+                next_seq: 0,
+                last_err_data: Vec::new(),
+                overrun: Overrun::No,
+                signal: false,
+                fd_set: false,
+                waiters: 0,
+            }),
+            cond: Condvar::new(),
+        });
+        // SAFETY: cq checked non-NULL; written last, on success.
+        unsafe { *cq = Box::into_raw(c) as *mut fid_cq };
+        Ok(0)
+    })
+}
+
+impl Cq {
+    /// The domain the CQ was opened on.
+    pub fn domain(&self) -> &Domain {
+        // SAFETY: a domain cannot close while its CQs are open.
+        unsafe { &*self.domain }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Queues> {
+        self.q.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The entry format reads use (FI_CQ_FORMAT_UNSPEC reads as CONTEXT).
+    pub fn format(&self) -> fi_cq_format {
+        self.format
+    }
+
+    /// Entries the CQ holds before [`Cq::push`] answers -FI_EAGAIN.
+    pub fn capacity(&self) -> usize {
+        self.size
+    }
+
+    /// Entries (completions and errors) waiting to be read.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Whether a read would return something (entries, an error, or the
+    /// overrun report): what fi_trywait must answer -FI_EAGAIN for.
+    pub fn has_entries(&self) -> bool {
+        self.lock().readable()
+    }
+
+    /// Keeps the eventfd readable exactly while a read would not block.
+    fn sync_fd(&self, q: &mut Queues) {
+        let Some(fd) = &self.efd else { return };
+        let want = q.readable() || q.signal;
+        if want && !q.fd_set {
+            fd.set();
+            q.fd_set = true;
+        } else if !want && q.fd_set {
+            fd.clear();
+            q.fd_set = false;
+        }
+    }
+
+    /// Signals the wait objects after the queue changed; drops the lock.
+    fn wake(&self, mut q: MutexGuard<'_, Queues>) {
+        self.sync_fd(&mut q);
+        let waiters = q.waiters;
+        drop(q);
+        if waiters > 0 {
+            self.cond.notify_all();
+        }
+    }
+
+    /// Refuses a push when the CQ is full or overrun.
+    fn check_room(&self, q: &mut Queues) -> Result<()> {
+        match q.overrun {
+            Overrun::No => {}
+            Overrun::Pending { ref mut lost } => {
+                *lost += 1;
+                return Err(Error::OVERRUN);
+            }
+            Overrun::Reported => return Err(Error::OVERRUN),
+        }
+        if q.len() >= self.size {
+            crate::ox_log!(
+                Debug,
+                Cq,
+                super::NAME,
+                "completion queue full ({} entries)",
+                self.size
+            );
+            return Err(Error::AGAIN);
+        }
+        Ok(())
+    }
+
+    /// Queues a successful completion. Thread-safe. Fails with
+    /// `Error::AGAIN` when the CQ is full (nothing queued: retry after the
+    /// application reads, or give up with [`Cq::record_overrun`]) and with
+    /// `Error::OVERRUN` once the CQ has been overrun.
+    pub fn push(&self, c: Completion) -> Result<()> {
+        let mut q = self.lock();
+        self.check_room(&mut q)?;
+        let seq = q.next_seq;
+        q.next_seq += 1;
+        q.ok.push_back((seq, c));
+        self.wake(q);
+        Ok(())
+    }
+
+    /// Queues an error completion, in order with the successful ones: reads
+    /// return the completions queued before it, then -FI_EAVAIL until
+    /// fi_cq_readerr takes it. Fails as [`Cq::push`].
+    pub fn push_err(&self, e: ErrCompletion) -> Result<()> {
+        let mut q = self.lock();
+        self.check_room(&mut q)?;
+        let seq = q.next_seq;
+        q.next_seq += 1;
+        q.errs.push_back((seq, e));
+        self.wake(q);
+        Ok(())
+    }
+
+    /// Records that a completion was lost for want of room (fi_cq(3)
+    /// "overrun"): the entries already queued stay readable, then reads
+    /// return -FI_EAVAIL and fi_cq_readerr an FI_EOVERRUN entry, after which
+    /// the CQ returns -FI_EOVERRUN and accepts nothing more.
+    pub fn record_overrun(&self) {
+        let mut q = self.lock();
+        match q.overrun {
+            Overrun::No => {
+                crate::ox_log!(
+                    Warn,
+                    Cq,
+                    super::NAME,
+                    "completion queue overrun ({} entries): completions are being lost",
+                    self.size
+                );
+                q.overrun = Overrun::Pending { lost: 1 };
+            }
+            Overrun::Pending { ref mut lost } => *lost += 1,
+            Overrun::Reported => {}
+        }
+        self.wake(q);
+    }
+
+    /// Copies one completion into slot `i` of the application's array.
+    ///
+    /// # Safety
+    /// `buf` holds at least `i + 1` entries of the CQ's format.
+    unsafe fn write_entry(&self, buf: *mut c_void, i: usize, c: &Completion) {
+        // SAFETY: per the function contract; unaligned writes tolerate any
+        // buffer the application passes.
+        unsafe {
+            match self.format {
+                fi_cq_format::FI_CQ_FORMAT_UNSPEC | fi_cq_format::FI_CQ_FORMAT_CONTEXT => (buf
+                    as *mut fi_cq_entry)
+                    .add(i)
+                    .write_unaligned(fi_cq_entry {
+                        op_context: c.context,
+                    }),
+                fi_cq_format::FI_CQ_FORMAT_MSG => (buf as *mut fi_cq_msg_entry)
+                    .add(i)
+                    .write_unaligned(fi_cq_msg_entry {
+                        op_context: c.context,
+                        flags: c.flags,
+                        len: c.len,
+                    }),
+                fi_cq_format::FI_CQ_FORMAT_DATA => (buf as *mut fi_cq_data_entry)
+                    .add(i)
+                    .write_unaligned(fi_cq_data_entry {
+                        op_context: c.context,
+                        flags: c.flags,
+                        len: c.len,
+                        buf: c.buf,
+                        data: c.data,
+                    }),
+                fi_cq_format::FI_CQ_FORMAT_TAGGED => (buf as *mut fi_cq_tagged_entry)
+                    .add(i)
+                    .write_unaligned(fi_cq_tagged_entry {
+                        op_context: c.context,
+                        flags: c.flags,
+                        len: c.len,
+                        buf: c.buf,
+                        data: c.data,
+                        tag: c.tag,
+                    }),
+            }
+        }
+    }
+
+    /// Moves up to `count` completions that precede the first error into
+    /// `buf` (and their sources into `src`, when not NULL).
+    ///
+    /// # Safety
+    /// `buf` holds `count` entries of the CQ's format (or `count` is 0);
+    /// `src` is NULL or holds `count` addresses.
+    unsafe fn read_locked(
+        &self,
+        q: &mut Queues,
+        buf: *mut c_void,
+        count: usize,
+        src: *mut fi_addr_t,
+    ) -> Result<isize> {
+        let limit = q.errs.front().map_or(u64::MAX, |e| e.0);
+        let mut n = 0;
+        while n < count {
+            match q.ok.front() {
+                Some((seq, c)) if *seq < limit => {
+                    // SAFETY: n < count entries fit (function contract).
+                    unsafe {
+                        self.write_entry(buf, n, c);
+                        if !src.is_null() {
+                            src.add(n).write_unaligned(c.src);
+                        }
+                    }
+                    q.ok.pop_front();
+                    n += 1;
+                }
+                _ => break,
+            }
+        }
+        if n > 0 {
+            q.signal = false;
+            self.sync_fd(q);
+            return Ok(n as isize);
+        }
+        let head_ok = q.ok.front().is_some_and(|(seq, _)| *seq < limit);
+        if count == 0 && head_ok {
+            // A zero-count read is a progress call (as in libfabric's util
+            // CQ): 0 says that completions are waiting.
+            return Ok(0);
+        }
+        if !q.errs.is_empty() {
+            return Err(Error::AVAIL);
+        }
+        match q.overrun {
+            Overrun::Pending { .. } => Err(Error::AVAIL),
+            Overrun::Reported => Err(Error::OVERRUN),
+            Overrun::No => {
+                q.signal = false;
+                self.sync_fd(q);
+                Err(Error::AGAIN)
+            }
+        }
+    }
+
+    /// Blocks until the wait condition holds, a signal or an error arrives,
+    /// or the timeout passes, then reads.
+    ///
+    /// # Safety
+    /// As [`Cq::read_locked`].
+    unsafe fn sread_impl(
+        &self,
+        buf: *mut c_void,
+        count: usize,
+        src: *mut fi_addr_t,
+        cond: *const c_void,
+        timeout: c_int,
+    ) -> Result<isize> {
+        if self.wait == WaitObj::None {
+            crate::ox_log!(
+                Warn,
+                Cq,
+                super::NAME,
+                "fi_cq_sread on a CQ opened with FI_WAIT_NONE"
+            );
+            return Err(Error::NOSYS);
+        }
+        // As libfabric's verbs, sockets and psm providers read it, the
+        // threshold is the value of `cond` itself, not a pointee.
+        let threshold = match self.wait_cond {
+            fi_cq_wait_cond::FI_CQ_COND_THRESHOLD => cond as usize,
+            fi_cq_wait_cond::FI_CQ_COND_NONE => 1,
+        };
+        let threshold = threshold.min(count).min(self.size).max(1);
+        let deadline = deadline(timeout);
+        let mut q = self.lock();
+        loop {
+            if !q.errs.is_empty() || q.overrun != Overrun::No || q.ok.len() >= threshold {
+                // SAFETY: per the function contract.
+                return unsafe { self.read_locked(&mut q, buf, count, src) };
+            }
+            let expired = deadline.is_some_and(|d| Instant::now() >= d);
+            if q.signal || expired {
+                q.signal = false;
+                if q.ok.is_empty() {
+                    self.sync_fd(&mut q);
+                    return Err(Error::AGAIN);
+                }
+                // Fewer than the threshold: the condition is only a hint.
+                // SAFETY: per the function contract.
+                return unsafe { self.read_locked(&mut q, buf, count, src) };
+            }
+            q.waiters += 1;
+            q = match deadline {
+                None => self.cond.wait(q).unwrap_or_else(|e| e.into_inner()),
+                Some(d) => {
+                    let left = d.saturating_duration_since(Instant::now());
+                    self.cond
+                        .wait_timeout(q, left)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
+                }
+            };
+            q.waiters -= 1;
+        }
+    }
+}
+
+fn check_buf(buf: *mut c_void, count: usize, func: &str) -> Result<()> {
+    if count > 0 && buf.is_null() {
+        crate::ox_log!(
+            Warn,
+            Cq,
+            super::NAME,
+            "{func}: buf is NULL with count {count}"
+        );
+        return Err(Error::INVAL);
+    }
+    Ok(())
+}
+
+unsafe extern "C" fn close(f: *mut fid) -> c_int {
+    slot("fi_close", || {
+        // SAFETY: from_fid checks the object.
+        let cq = unsafe { from_fid::<Cq>(f) }?;
+        let waiters = cq.lock().waiters;
+        if waiters > 0 {
+            crate::ox_log!(
+                Warn,
+                Cq,
+                super::NAME,
+                "cannot close completion queue: {waiters} thread(s) blocked in fi_cq_sread (fi_cq_signal them first)"
+            );
+            return Err(Error::BUSY);
+        }
+        cq.hdr.begin_close("completion queue")?;
+        // SAFETY: the domain outlives its CQs (it cannot close while held).
+        unsafe { (*cq.domain).hdr.release() };
+        // SAFETY: allocated by `open`; no dependants remain. Dropping closes
+        // the eventfd.
+        drop(unsafe { Box::from_raw(f as *mut Cq) });
+        Ok(0)
+    })
+}
+
+unsafe extern "C" fn control(f: *mut fid, command: c_int, arg: *mut c_void) -> c_int {
+    slot("fi_control", || {
+        // SAFETY: from_fid checks the object.
+        let cq = unsafe { from_fid::<Cq>(f) }?;
+        match command {
+            FI_GETWAIT => {
+                let Some(fd) = &cq.efd else {
+                    crate::ox_log!(
+                        Warn,
+                        Cq,
+                        super::NAME,
+                        "FI_GETWAIT: this CQ has no fd (open it with FI_WAIT_FD)"
+                    );
+                    return Err(Error::NODATA);
+                };
+                crate::capi::nonnull(arg, "fi_control", "arg")?;
+                // SAFETY: FI_GETWAIT's argument is an int * for fd objects.
+                unsafe { *(arg as *mut c_int) = fd.raw() };
+                Ok(0)
+            }
+            FI_GETWAITOBJ => {
+                crate::capi::nonnull(arg, "fi_control", "arg")?;
+                // SAFETY: FI_GETWAITOBJ's argument is an enum fi_wait_obj *.
+                unsafe { *(arg as *mut u32) = cq.wait.raw() as u32 };
+                Ok(0)
+            }
+            other => {
+                crate::ox_log!(
+                    Warn,
+                    Cq,
+                    super::NAME,
+                    "control command {other} not supported on a CQ"
+                );
+                Err(Error::NOSYS)
+            }
+        }
+    })
+}
+
+unsafe extern "C" fn read(cq: *mut fid_cq, buf: *mut c_void, count: size_t) -> ssize_t {
+    // SAFETY: same contract as readfrom, without source addresses.
+    unsafe { readfrom(cq, buf, count, std::ptr::null_mut()) }
+}
+
+unsafe extern "C" fn readfrom(
+    cq: *mut fid_cq,
+    buf: *mut c_void,
+    count: size_t,
+    src_addr: *mut fi_addr_t,
+) -> ssize_t {
+    slot_ssize("fi_cq_read", || {
+        // SAFETY: from_fid checks the object.
+        let c = unsafe { from_fid::<Cq>(cq as *const fid) }?;
+        check_buf(buf, count, "fi_cq_read")?;
+        let mut q = c.lock();
+        // SAFETY: buf holds count entries and src_addr (if any) count
+        // addresses (fi_cq_read(3)).
+        unsafe { c.read_locked(&mut q, buf, count, src_addr) }
+    })
+}
+
+unsafe extern "C" fn sread(
+    cq: *mut fid_cq,
+    buf: *mut c_void,
+    count: size_t,
+    cond: *const c_void,
+    timeout: c_int,
+) -> ssize_t {
+    // SAFETY: same contract as sreadfrom, without source addresses.
+    unsafe { sreadfrom(cq, buf, count, std::ptr::null_mut(), cond, timeout) }
+}
+
+unsafe extern "C" fn sreadfrom(
+    cq: *mut fid_cq,
+    buf: *mut c_void,
+    count: size_t,
+    src_addr: *mut fi_addr_t,
+    cond: *const c_void,
+    timeout: c_int,
+) -> ssize_t {
+    slot_ssize("fi_cq_sread", || {
+        // SAFETY: from_fid checks the object.
+        let c = unsafe { from_fid::<Cq>(cq as *const fid) }?;
+        check_buf(buf, count, "fi_cq_sread")?;
+        // SAFETY: as readfrom.
+        unsafe { c.sread_impl(buf, count, src_addr, cond, timeout) }
+    })
+}
+
+/// An error completion as `struct fi_cq_err_entry`, without err_data.
+fn err_entry(e: &ErrCompletion) -> fi_cq_err_entry {
+    fi_cq_err_entry {
+        op_context: e.context,
+        flags: e.flags,
+        len: e.len,
+        buf: e.buf,
+        data: e.data,
+        tag: e.tag,
+        olen: e.olen,
+        err: e.err,
+        prov_errno: e.prov_errno,
+        err_data: std::ptr::null_mut(),
+        err_data_size: 0,
+        src_addr: e.src,
+    }
+}
+
+unsafe extern "C" fn readerr(cq: *mut fid_cq, buf: *mut fi_cq_err_entry, flags: u64) -> ssize_t {
+    slot_ssize("fi_cq_readerr", || {
+        // SAFETY: from_fid checks the object.
+        let c = unsafe { from_fid::<Cq>(cq as *const fid) }?;
+        crate::capi::nonnull(buf, "fi_cq_readerr", "buf")?;
+        if flags & !FI_PEEK != 0 {
+            crate::ox_log!(
+                Warn,
+                Cq,
+                super::NAME,
+                "fi_cq_readerr: unsupported flags 0x{:x}",
+                flags & !FI_PEEK
+            );
+            return Err(Error::BADFLAGS);
+        }
+        let peek = flags & FI_PEEK != 0;
+        let mut q = c.lock();
+        let (mut out, err_data, overrun) = match (q.errs.front(), q.overrun) {
+            (Some((_, e)), _) => (err_entry(e), e.err_data.clone(), false),
+            (None, Overrun::Pending { lost }) if q.ok.is_empty() => {
+                let e = ErrCompletion {
+                    err: Error::OVERRUN.0,
+                    prov_errno: Error::OVERRUN.0,
+                    olen: lost as usize,
+                    ..ErrCompletion::default()
+                };
+                (err_entry(&e), Vec::new(), true)
+            }
+            _ => return Err(Error::AGAIN),
+        };
+        let len = cq_err_entry_len(c.api_version);
+        // SAFETY: buf points to a writable fi_cq_err_entry of this API
+        // version (fi_cq_readerr(3)); err_data_size exists from 1.5.
+        let (user_buf, user_len) = unsafe {
+            if c.api_version >= version(1, 5) {
+                ((*buf).err_data, (*buf).err_data_size)
+            } else {
+                (std::ptr::null_mut(), 0)
+            }
+        };
+        if !user_buf.is_null() && user_len > 0 {
+            let n = user_len.min(err_data.len());
+            // SAFETY: the caller's err_data holds user_len >= n bytes.
+            unsafe { std::ptr::copy_nonoverlapping(err_data.as_ptr(), user_buf as *mut u8, n) };
+            out.err_data = user_buf;
+            out.err_data_size = n;
+        } else if !err_data.is_empty() {
+            q.last_err_data = err_data;
+            out.err_data = q.last_err_data.as_mut_ptr() as *mut c_void;
+            out.err_data_size = q.last_err_data.len();
+        }
+        // SAFETY: as above; only the first `len` bytes, the struct of this
+        // API version, are written.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                &out as *const fi_cq_err_entry as *const u8,
+                buf as *mut u8,
+                len,
+            )
+        };
+        if !peek {
+            if overrun {
+                q.overrun = Overrun::Reported;
+            } else {
+                q.errs.pop_front();
+            }
+            q.signal = false;
+            c.sync_fd(&mut q);
+        }
+        Ok(1)
+    })
+}
+
+unsafe extern "C" fn signal(cq: *mut fid_cq) -> c_int {
+    slot("fi_cq_signal", || {
+        // SAFETY: from_fid checks the object.
+        let c = unsafe { from_fid::<Cq>(cq as *const fid) }?;
+        if c.wait == WaitObj::None {
+            crate::ox_log!(
+                Warn,
+                Cq,
+                super::NAME,
+                "fi_cq_signal on a CQ opened with FI_WAIT_NONE"
+            );
+            return Err(Error::NOSYS);
+        }
+        let mut q = c.lock();
+        q.signal = true;
+        c.wake(q);
+        Ok(0)
+    })
+}
+
+unsafe extern "C" fn strerror(
+    cq: *mut fid_cq,
+    prov_errno: c_int,
+    _err_data: *const c_void,
+    buf: *mut c_char,
+    len: size_t,
+) -> *const c_char {
+    crate::capi::guard_or("fi_cq_strerror", std::ptr::null(), || {
+        // SAFETY: from_fid checks the object; a bad CQ still gets a message.
+        let _ = unsafe { from_fid::<Cq>(cq as *const fid) };
+        let msg = crate::errstr::strerror_cstr(prov_errno.saturating_abs());
+        if !buf.is_null() && len > 0 {
+            // SAFETY: buf holds len writable bytes; msg is NUL-terminated.
+            unsafe {
+                let n = libc::strlen(msg).min(len - 1);
+                std::ptr::copy_nonoverlapping(msg, buf, n);
+                *buf.add(n) = 0;
+            }
+            return Ok(buf as *const c_char);
+        }
+        Ok(msg)
+    })
+}
+
+unsafe extern "C" fn export_xpu(cq: *mut fid_cq, _flags: u64, _xpu_cq: *mut fid_xpu_cq) -> c_int {
+    slot("fi_cq_export_xpu", || {
+        // SAFETY: from_fid checks the object.
+        unsafe { from_fid::<Cq>(cq as *const fid) }?;
+        crate::ox_log!(
+            Warn,
+            Cq,
+            super::NAME,
+            "XPU completion queues are not supported"
+        );
+        Err(Error::NOSYS)
+    })
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+    use crate::prov::info::{FabricAttr, API_VERSION};
+
+    /// An oxshm fabric and domain opened at `api_version`, closed on drop.
+    pub struct Res {
+        pub fabric: *mut fid_fabric,
+        pub domain: *mut fid_domain,
+    }
+
+    impl Res {
+        pub fn new(api_version: u32) -> Res {
+            let attr = FabricAttr {
+                name: None,
+                prov_name: None,
+                prov_version: 0,
+                api_version,
+            };
+            let fabric = super::super::fabric::open(&attr, std::ptr::null_mut()).unwrap();
+            // SAFETY: a zeroed fi_info (no attributes) is valid input.
+            let info: fi_info = unsafe { std::mem::zeroed() };
+            // SAFETY: fabric was just opened by oxshm.
+            let fab =
+                unsafe { from_fid::<super::super::fabric::Fabric>(fabric as *const fid) }.unwrap();
+            // SAFETY: info is a valid fi_info.
+            let domain =
+                unsafe { super::super::domain::open(fab, &info, std::ptr::null_mut()) }.unwrap();
+            Res { fabric, domain }
+        }
+
+        /// Closes the domain; on success it is not closed again on drop.
+        pub fn close_domain(&mut self) -> c_int {
+            // SAFETY: domain is the live oxshm domain opened by new.
+            let rc = unsafe { fi_close_raw(self.domain as *mut fid) };
+            if rc == 0 {
+                self.domain = std::ptr::null_mut();
+            }
+            rc
+        }
+    }
+
+    impl Drop for Res {
+        fn drop(&mut self) {
+            // SAFETY: both are oxshm objects opened by Res::new (the domain
+            // unless close_domain closed it).
+            unsafe {
+                if !self.domain.is_null() {
+                    fi_close_raw(self.domain as *mut fid);
+                }
+                fi_close_raw(self.fabric as *mut fid);
+            }
+        }
+    }
+
+    /// fi_close through the object's own table.
+    ///
+    /// # Safety
+    /// `f` is a live object of this provider.
+    pub unsafe fn fi_close_raw(f: *mut fid) -> c_int {
+        // SAFETY: per the function contract.
+        unsafe { ((*(*f).ops).close.unwrap())(f) }
+    }
+
+    fn attr(format: fi_cq_format, wait: fi_wait_obj, size: usize) -> fi_cq_attr {
+        // SAFETY: all-zero is a valid fi_cq_attr.
+        let mut a: fi_cq_attr = unsafe { std::mem::zeroed() };
+        a.format = format as u32;
+        a.wait_obj = wait as u32;
+        a.size = size;
+        a
+    }
+
+    fn open_cq(r: &Res, a: &mut fi_cq_attr) -> std::result::Result<*mut fid_cq, c_int> {
+        let mut cq = std::ptr::null_mut();
+        // SAFETY: the domain is live; a and cq are valid.
+        let rc = unsafe { open(r.domain, a, &mut cq, std::ptr::null_mut()) };
+        if rc == 0 {
+            Ok(cq)
+        } else {
+            assert!(cq.is_null(), "output written on failure");
+            Err(rc)
+        }
+    }
+
+    fn cq_ref(cq: *mut fid_cq) -> &'static Cq {
+        // SAFETY: cq came from open.
+        unsafe { cq_from_fid(cq as *const fid) }.unwrap()
+    }
+
+    fn ctx(n: usize) -> *mut c_void {
+        n as *mut c_void
+    }
+
+    fn ops(cq: *mut fid_cq) -> &'static fi_ops_cq {
+        // SAFETY: cq came from open; its ops table is static.
+        unsafe { &*(*cq).ops }
+    }
+
+    fn close_cq(cq: *mut fid_cq) -> c_int {
+        // SAFETY: cq came from open.
+        unsafe { fi_close_raw(cq as *mut fid) }
+    }
+
+    #[test]
+    fn table_is_full() {
+        let t = &OPS_CQ;
+        assert!(t.read.is_some() && t.readfrom.is_some() && t.readerr.is_some());
+        assert!(t.sread.is_some() && t.sreadfrom.is_some() && t.signal.is_some());
+        assert!(t.strerror.is_some() && t.export_xpu.is_some());
+        assert_eq!(t.size, std::mem::size_of::<fi_ops_cq>());
+    }
+
+    #[test]
+    fn attr_layout_by_version() {
+        assert_eq!(cq_attr_len(version(1, 17)), 40);
+        assert_eq!(cq_attr_len(version(2, 7)), 48);
+        assert_eq!(cq_err_entry_len(version(1, 4)), 72);
+        assert_eq!(cq_err_entry_len(version(1, 17)), 80);
+        assert_eq!(cq_err_entry_len(version(2, 1)), 88);
+    }
+
+    #[test]
+    fn every_format_reads_its_entries() {
+        let r = Res::new(API_VERSION);
+        let formats = [
+            fi_cq_format::FI_CQ_FORMAT_UNSPEC,
+            fi_cq_format::FI_CQ_FORMAT_CONTEXT,
+            fi_cq_format::FI_CQ_FORMAT_MSG,
+            fi_cq_format::FI_CQ_FORMAT_DATA,
+            fi_cq_format::FI_CQ_FORMAT_TAGGED,
+        ];
+        for f in formats {
+            let cq = open_cq(&r, &mut attr(f, fi_wait_obj::FI_WAIT_NONE, 0)).unwrap();
+            let c = cq_ref(cq);
+            for i in 0..3u64 {
+                c.push(Completion {
+                    context: ctx(0x100 + i as usize),
+                    flags: FI_RECV | FI_MSG,
+                    len: 10 + i as usize,
+                    buf: ctx(0x2000),
+                    data: 0xdada + i,
+                    tag: 0x7a9 + i,
+                    src: 5 + i,
+                })
+                .unwrap();
+            }
+            let mut raw = [0u8; 48 * 4];
+            let p = raw.as_mut_ptr() as *mut c_void;
+            let mut src = [0u64; 4];
+            // SAFETY: raw holds 4 entries of any format; src 4 addresses.
+            let n = unsafe { (ops(cq).readfrom.unwrap())(cq, p, 2, src.as_mut_ptr()) };
+            assert_eq!(n, 2);
+            assert_eq!(&src[..2], &[5, 6]);
+            let sz = entry_size(f);
+            // SAFETY: two entries of the format were written.
+            unsafe {
+                let e1 = raw.as_ptr().add(sz);
+                assert_eq!(*(e1 as *const usize), 0x101, "context of entry 2, {f:?}");
+                match f {
+                    fi_cq_format::FI_CQ_FORMAT_MSG => {
+                        let e = &*(e1 as *const fi_cq_msg_entry);
+                        assert_eq!((e.flags, e.len), (FI_RECV | FI_MSG, 11));
+                    }
+                    fi_cq_format::FI_CQ_FORMAT_DATA => {
+                        let e = &*(e1 as *const fi_cq_data_entry);
+                        assert_eq!((e.len, e.buf, e.data), (11, ctx(0x2000), 0xdadb));
+                    }
+                    fi_cq_format::FI_CQ_FORMAT_TAGGED => {
+                        let e = &*(e1 as *const fi_cq_tagged_entry);
+                        assert_eq!((e.data, e.tag), (0xdadb, 0x7aa));
+                    }
+                    _ => {}
+                }
+                // Nothing past the two entries was touched.
+                assert!(raw[2 * sz..].iter().all(|&b| b == 0));
+            }
+            // SAFETY: as above.
+            let n = unsafe { (ops(cq).read.unwrap())(cq, p, 4) };
+            assert_eq!(n, 1);
+            // SAFETY: as above.
+            let n = unsafe { (ops(cq).read.unwrap())(cq, p, 4) };
+            assert_eq!(n, Error::AGAIN.code() as isize);
+            assert_eq!(close_cq(cq), 0);
+        }
+    }
+
+    #[test]
+    fn errors_keep_their_place() {
+        let r = Res::new(API_VERSION);
+        let cq = open_cq(
+            &r,
+            &mut attr(
+                fi_cq_format::FI_CQ_FORMAT_CONTEXT,
+                fi_wait_obj::FI_WAIT_NONE,
+                8,
+            ),
+        )
+        .unwrap();
+        let c = cq_ref(cq);
+        c.push(Completion {
+            context: ctx(1),
+            ..Completion::default()
+        })
+        .unwrap();
+        c.push_err(ErrCompletion {
+            context: ctx(2),
+            err: libc::EACCES,
+            prov_errno: libc::EACCES,
+            err_data: b"key 7 rejected".to_vec(),
+            src: 9,
+            ..ErrCompletion::default()
+        })
+        .unwrap();
+        c.push(Completion {
+            context: ctx(3),
+            ..Completion::default()
+        })
+        .unwrap();
+        let mut out = [std::ptr::null_mut::<c_void>(); 4];
+        let p = out.as_mut_ptr() as *mut c_void;
+        let read = ops(cq).read.unwrap();
+        let readerr = ops(cq).readerr.unwrap();
+        // SAFETY: out holds 4 context entries.
+        assert_eq!(unsafe { read(cq, p, 4) }, 1);
+        assert_eq!(out[0], ctx(1));
+        // SAFETY: as above.
+        assert_eq!(unsafe { read(cq, p, 4) }, Error::AVAIL.code() as isize);
+        // SAFETY: all-zero is a valid fi_cq_err_entry.
+        let mut e: fi_cq_err_entry = unsafe { std::mem::zeroed() };
+        // PEEK leaves it queued; a small caller buffer gets what fits.
+        let mut small = [0u8; 3];
+        e.err_data = small.as_mut_ptr() as *mut c_void;
+        e.err_data_size = small.len();
+        // SAFETY: e is a writable entry.
+        assert_eq!(unsafe { readerr(cq, &mut e, FI_PEEK) }, 1);
+        assert_eq!(&small, b"key");
+        assert_eq!(e.err_data_size, 3);
+        // SAFETY: as above.
+        let mut e: fi_cq_err_entry = unsafe { std::mem::zeroed() };
+        // SAFETY: e is a writable entry.
+        assert_eq!(unsafe { readerr(cq, &mut e, 0) }, 1);
+        assert_eq!((e.op_context, e.err, e.src_addr), (ctx(2), libc::EACCES, 9));
+        assert_eq!(e.err_data_size, 14);
+        // SAFETY: err_data points at the CQ's copy, valid until the next read.
+        let d = unsafe { std::slice::from_raw_parts(e.err_data as *const u8, 14) };
+        assert_eq!(d, b"key 7 rejected");
+        // SAFETY: as above.
+        assert_eq!(
+            unsafe { readerr(cq, &mut e, 0) },
+            Error::AGAIN.code() as isize
+        );
+        // SAFETY: as above.
+        assert_eq!(unsafe { read(cq, p, 4) }, 1);
+        assert_eq!(out[0], ctx(3));
+        // SAFETY: as above.
+        assert_eq!(
+            unsafe { readerr(cq, &mut e, 1 << 40) },
+            Error::BADFLAGS.code() as isize
+        );
+        assert_eq!(close_cq(cq), 0);
+    }
+
+    #[test]
+    fn old_api_err_entry_is_not_overrun() {
+        for (api, len) in [(version(1, 4), 72usize), (version(1, 17), 80)] {
+            let r = Res::new(api);
+            let cq = open_cq(
+                &r,
+                &mut attr(
+                    fi_cq_format::FI_CQ_FORMAT_CONTEXT,
+                    fi_wait_obj::FI_WAIT_NONE,
+                    0,
+                ),
+            )
+            .unwrap();
+            cq_ref(cq)
+                .push_err(ErrCompletion {
+                    err: libc::EIO,
+                    err_data: vec![1, 2, 3],
+                    ..ErrCompletion::default()
+                })
+                .unwrap();
+            let mut raw = [0xa5u8; 96];
+            // The caller's entry is zeroed (no err_data buffer offered);
+            // the bytes after this version's struct are a canary.
+            raw[..len].fill(0);
+            // SAFETY: raw is larger than any fi_cq_err_entry.
+            let n = unsafe { (ops(cq).readerr.unwrap())(cq, raw.as_mut_ptr() as *mut _, 0) };
+            assert_eq!(n, 1);
+            assert!(
+                raw[len..].iter().all(|&b| b == 0xa5),
+                "api 0x{api:x} wrote past {len}"
+            );
+            // SAFETY: the prefix is a fi_cq_err_entry's.
+            let e = unsafe { std::ptr::read_unaligned(raw.as_ptr() as *const fi_cq_err_entry) };
+            assert_eq!(e.err, libc::EIO);
+            assert!(!e.err_data.is_null());
+            assert_eq!(close_cq(cq), 0);
+        }
+    }
+
+    #[test]
+    fn full_queue_and_overrun() {
+        let r = Res::new(API_VERSION);
+        let cq = open_cq(
+            &r,
+            &mut attr(
+                fi_cq_format::FI_CQ_FORMAT_CONTEXT,
+                fi_wait_obj::FI_WAIT_NONE,
+                2,
+            ),
+        )
+        .unwrap();
+        let c = cq_ref(cq);
+        c.push(Completion::default()).unwrap();
+        c.push_err(ErrCompletion::default()).unwrap();
+        assert_eq!(c.push(Completion::default()), Err(Error::AGAIN));
+        assert_eq!(c.len(), 2);
+        c.record_overrun();
+        assert_eq!(c.push(Completion::default()), Err(Error::OVERRUN));
+        let mut out = [std::ptr::null_mut::<c_void>(); 2];
+        let p = out.as_mut_ptr() as *mut c_void;
+        let read = ops(cq).read.unwrap();
+        let readerr = ops(cq).readerr.unwrap();
+        // SAFETY: valid buffers throughout.
+        unsafe {
+            let mut e: fi_cq_err_entry = std::mem::zeroed();
+            assert_eq!(read(cq, p, 2), 1);
+            assert_eq!(read(cq, p, 2), Error::AVAIL.code() as isize);
+            assert_eq!(readerr(cq, &mut e, 0), 1);
+            assert_eq!(e.err, Error::OTHER.0);
+            // The queued entries are gone: now the overrun is reported.
+            assert_eq!(read(cq, p, 2), Error::AVAIL.code() as isize);
+            assert_eq!(readerr(cq, &mut e, 0), 1);
+            assert_eq!(e.err, Error::OVERRUN.0);
+            assert_eq!(e.olen, 2, "two completions lost");
+            assert_eq!(read(cq, p, 2), Error::OVERRUN.code() as isize);
+            assert_eq!(readerr(cq, &mut e, 0), Error::AGAIN.code() as isize);
+        }
+        assert_eq!(close_cq(cq), 0);
+    }
+
+    #[test]
+    fn zero_count_read_is_a_poll() {
+        let r = Res::new(API_VERSION);
+        let cq = open_cq(
+            &r,
+            &mut attr(
+                fi_cq_format::FI_CQ_FORMAT_CONTEXT,
+                fi_wait_obj::FI_WAIT_NONE,
+                0,
+            ),
+        )
+        .unwrap();
+        let read = ops(cq).read.unwrap();
+        // SAFETY: count 0 reads nothing; a NULL buf with count > 0 is refused.
+        unsafe {
+            assert_eq!(
+                read(cq, std::ptr::null_mut(), 0),
+                Error::AGAIN.code() as isize
+            );
+            cq_ref(cq).push(Completion::default()).unwrap();
+            assert_eq!(read(cq, std::ptr::null_mut(), 0), 0);
+            assert_eq!(
+                read(cq, std::ptr::null_mut(), 1),
+                Error::INVAL.code() as isize
+            );
+        }
+        assert_eq!(close_cq(cq), 0);
+    }
+
+    #[test]
+    fn sread_threshold_and_wakeup() {
+        let r = Res::new(API_VERSION);
+        let mut a = attr(
+            fi_cq_format::FI_CQ_FORMAT_MSG,
+            fi_wait_obj::FI_WAIT_UNSPEC,
+            0,
+        );
+        a.wait_cond = fi_cq_wait_cond::FI_CQ_COND_THRESHOLD as u32;
+        let cq = open_cq(&r, &mut a).unwrap();
+        let c = cq_ref(cq);
+        let pusher = std::thread::spawn(move || {
+            for i in 0..3 {
+                std::thread::sleep(Duration::from_millis(20));
+                c.push(Completion {
+                    context: ctx(i + 1),
+                    ..Completion::default()
+                })
+                .unwrap();
+            }
+        });
+        let mut out = [fi_cq_msg_entry {
+            op_context: std::ptr::null_mut(),
+            flags: 0,
+            len: 0,
+        }; 4];
+        let t0 = Instant::now();
+        // SAFETY: out holds 4 msg entries; cond is the threshold value 3.
+        let n = unsafe {
+            (ops(cq).sread.unwrap())(
+                cq,
+                out.as_mut_ptr() as *mut c_void,
+                4,
+                3 as *const c_void,
+                5000,
+            )
+        };
+        pusher.join().unwrap();
+        assert_eq!(n, 3, "woke at the threshold, not the first entry");
+        assert!(t0.elapsed() < Duration::from_secs(4));
+        assert_eq!(out[2].op_context, ctx(3));
+        assert_eq!(close_cq(cq), 0);
+    }
+
+    #[test]
+    fn sread_timeout_returns_partial() {
+        let r = Res::new(API_VERSION);
+        let mut a = attr(
+            fi_cq_format::FI_CQ_FORMAT_CONTEXT,
+            fi_wait_obj::FI_WAIT_YIELD,
+            0,
+        );
+        a.wait_cond = fi_cq_wait_cond::FI_CQ_COND_THRESHOLD as u32;
+        let cq = open_cq(&r, &mut a).unwrap();
+        let mut out = [std::ptr::null_mut::<c_void>(); 4];
+        let p = out.as_mut_ptr() as *mut c_void;
+        let sread = ops(cq).sread.unwrap();
+        // SAFETY: out holds 4 entries.
+        unsafe {
+            let t0 = Instant::now();
+            assert_eq!(
+                sread(cq, p, 4, 2 as *const c_void, 50),
+                Error::AGAIN.code() as isize
+            );
+            assert!(t0.elapsed() >= Duration::from_millis(45));
+            cq_ref(cq).push(Completion::default()).unwrap();
+            assert_eq!(sread(cq, p, 4, 2 as *const c_void, 30), 1);
+        }
+        assert_eq!(close_cq(cq), 0);
+    }
+
+    #[test]
+    fn signal_wakes_sread_and_fd() {
+        let r = Res::new(API_VERSION);
+        let cq = open_cq(
+            &r,
+            &mut attr(
+                fi_cq_format::FI_CQ_FORMAT_CONTEXT,
+                fi_wait_obj::FI_WAIT_FD,
+                0,
+            ),
+        )
+        .unwrap();
+        let c = cq_ref(cq);
+        let mut fd: c_int = -1;
+        // SAFETY: FI_GETWAIT with an int *.
+        let rc = unsafe {
+            control(
+                cq as *mut fid,
+                FI_GETWAIT,
+                &mut fd as *mut c_int as *mut c_void,
+            )
+        };
+        assert_eq!(rc, 0);
+        let readable = |fd: c_int| {
+            let mut p = libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd.
+            unsafe { libc::poll(&mut p, 1, 0) == 1 }
+        };
+        assert!(!readable(fd));
+        c.push(Completion::default()).unwrap();
+        assert!(readable(fd));
+        let mut out = [std::ptr::null_mut::<c_void>(); 1];
+        // SAFETY: out holds one entry.
+        assert_eq!(unsafe { read(cq, out.as_mut_ptr() as *mut c_void, 1) }, 1);
+        assert!(!readable(fd));
+        let cqp = cq as usize;
+        let signaler = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(30));
+            // SAFETY: the CQ stays open until the join below.
+            unsafe { signal(cqp as *mut fid_cq) }
+        });
+        let t0 = Instant::now();
+        // SAFETY: out holds one entry.
+        let n = unsafe { sread(cq, out.as_mut_ptr() as *mut c_void, 1, std::ptr::null(), -1) };
+        assert_eq!(signaler.join().unwrap(), 0);
+        assert_eq!(n, Error::AGAIN.code() as isize);
+        assert!(t0.elapsed() < Duration::from_secs(5));
+        // A signal with nobody waiting makes the next blocking read return.
+        // SAFETY: as above.
+        unsafe {
+            assert_eq!(signal(cq), 0);
+            assert!(readable(fd));
+            assert_eq!(
+                sread(cq, out.as_mut_ptr() as *mut c_void, 1, std::ptr::null(), -1),
+                Error::AGAIN.code() as isize
+            );
+            assert!(!readable(fd));
+        }
+        assert_eq!(close_cq(cq), 0);
+    }
+
+    #[test]
+    fn bad_attributes() {
+        let r = Res::new(API_VERSION);
+        let f = fi_cq_format::FI_CQ_FORMAT_CONTEXT;
+        let w = fi_wait_obj::FI_WAIT_NONE;
+        let mut a = attr(f, fi_wait_obj::FI_WAIT_SET, 0);
+        assert_eq!(open_cq(&r, &mut a), Err(Error::NOSYS.code()));
+        a = attr(f, fi_wait_obj::FI_WAIT_MUTEX_COND, 0);
+        assert_eq!(open_cq(&r, &mut a), Err(Error::NOSYS.code()));
+        a = attr(f, w, 0);
+        a.format = 99;
+        assert_eq!(open_cq(&r, &mut a), Err(Error::INVAL.code()));
+        a = attr(f, w, 0);
+        a.flags = FI_WRITE;
+        assert_eq!(open_cq(&r, &mut a), Err(Error::BADFLAGS.code()));
+        a = attr(f, w, 0);
+        a.flags = FI_XPU;
+        assert_eq!(open_cq(&r, &mut a), Err(Error::NOSYS.code()));
+        a = attr(f, fi_wait_obj::FI_WAIT_UNSPEC, 0);
+        a.wait_cond = 7;
+        assert_eq!(open_cq(&r, &mut a), Err(Error::INVAL.code()));
+        a = attr(f, w, MAX_SIZE + 1);
+        assert_eq!(open_cq(&r, &mut a), Err(Error::INVAL.code()));
+        // FI_AFFINITY is a hint; wait_cond is ignored without a wait object.
+        a = attr(f, w, 0);
+        a.flags = FI_AFFINITY;
+        a.wait_cond = 7;
+        let cq = open_cq(&r, &mut a).unwrap();
+        assert_eq!(cq_ref(cq).capacity(), DEFAULT_SIZE);
+        assert_eq!(close_cq(cq), 0);
+        let mut out = std::ptr::null_mut();
+        // SAFETY: NULL attr and NULL output are refused before use.
+        unsafe {
+            assert_eq!(
+                open(
+                    r.domain,
+                    std::ptr::null_mut(),
+                    &mut out,
+                    std::ptr::null_mut()
+                ),
+                -22
+            );
+            let mut a = attr(f, w, 0);
+            assert_eq!(
+                open(r.domain, &mut a, std::ptr::null_mut(), std::ptr::null_mut()),
+                -22
+            );
+            assert_eq!(
+                open(std::ptr::null_mut(), &mut a, &mut out, std::ptr::null_mut()),
+                -22
+            );
+        }
+        assert!(out.is_null());
+    }
+
+    #[test]
+    fn old_api_ignores_xpu_field() {
+        // A 1.17 fi_cq_attr ends before xpu_ctx: FI_XPU's bit is just an
+        // unknown flag there, and bytes past the struct are never read.
+        let r = Res::new(version(1, 17));
+        let mut a = attr(
+            fi_cq_format::FI_CQ_FORMAT_DATA,
+            fi_wait_obj::FI_WAIT_NONE,
+            0,
+        );
+        a.xpu_ctx = std::ptr::dangling_mut();
+        let cq = open_cq(&r, &mut a).unwrap();
+        assert_eq!(close_cq(cq), 0);
+        a.flags = FI_XPU;
+        assert_eq!(open_cq(&r, &mut a), Err(Error::BADFLAGS.code()));
+    }
+
+    #[test]
+    fn wait_none_cannot_block() {
+        let r = Res::new(API_VERSION);
+        let cq = open_cq(
+            &r,
+            &mut attr(
+                fi_cq_format::FI_CQ_FORMAT_CONTEXT,
+                fi_wait_obj::FI_WAIT_NONE,
+                0,
+            ),
+        )
+        .unwrap();
+        let mut out = [0usize; 1];
+        let mut fd: c_int = -1;
+        // SAFETY: valid buffers.
+        unsafe {
+            let p = out.as_mut_ptr() as *mut c_void;
+            assert_eq!(
+                sread(cq, p, 1, std::ptr::null(), 0),
+                Error::NOSYS.code() as isize
+            );
+            assert_eq!(signal(cq), Error::NOSYS.code());
+            let arg = &mut fd as *mut c_int as *mut c_void;
+            assert_eq!(
+                control(cq as *mut fid, FI_GETWAIT, arg),
+                Error::NODATA.code()
+            );
+            let mut obj: u32 = 99;
+            let arg = &mut obj as *mut u32 as *mut c_void;
+            assert_eq!(control(cq as *mut fid, FI_GETWAITOBJ, arg), 0);
+            assert_eq!(obj, fi_wait_obj::FI_WAIT_NONE as u32);
+            assert_eq!(export_xpu(cq, 0, std::ptr::null_mut()), Error::NOSYS.code());
+        }
+        assert_eq!(close_cq(cq), 0);
+    }
+
+    #[test]
+    fn domain_waits_for_its_cqs() {
+        let mut r = Res::new(API_VERSION);
+        let cq = open_cq(
+            &r,
+            &mut attr(
+                fi_cq_format::FI_CQ_FORMAT_CONTEXT,
+                fi_wait_obj::FI_WAIT_NONE,
+                0,
+            ),
+        )
+        .unwrap();
+        assert_eq!(r.close_domain(), Error::BUSY.code());
+        assert_eq!(close_cq(cq), 0);
+        assert_eq!(r.close_domain(), 0);
+    }
+
+    #[test]
+    fn concurrent_pushers_lose_nothing() {
+        let r = Res::new(API_VERSION);
+        let cq = open_cq(
+            &r,
+            &mut attr(
+                fi_cq_format::FI_CQ_FORMAT_CONTEXT,
+                fi_wait_obj::FI_WAIT_UNSPEC,
+                64,
+            ),
+        )
+        .unwrap();
+        let c = cq_ref(cq);
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                std::thread::spawn(move || {
+                    for i in 0..500usize {
+                        let comp = Completion {
+                            context: ctx(t * 1000 + i + 1),
+                            ..Completion::default()
+                        };
+                        while c.push(comp) == Err(Error::AGAIN) {
+                            std::thread::yield_now();
+                        }
+                    }
+                })
+            })
+            .collect();
+        let mut seen = [0usize; 4];
+        let mut out = [std::ptr::null_mut::<c_void>(); 16];
+        while seen.iter().sum::<usize>() < 2000 {
+            // SAFETY: out holds 16 entries.
+            let n = unsafe {
+                sread(
+                    cq,
+                    out.as_mut_ptr() as *mut c_void,
+                    16,
+                    std::ptr::null(),
+                    1000,
+                )
+            };
+            assert!(n > 0, "sread returned {n}");
+            for p in &out[..n as usize] {
+                let v = *p as usize - 1;
+                let (t, i) = (v / 1000, v % 1000);
+                assert_eq!(i, seen[t], "per-thread order kept");
+                seen[t] += 1;
+            }
+        }
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(close_cq(cq), 0);
+    }
+
+    #[test]
+    fn strerror_fills_buffer() {
+        let r = Res::new(API_VERSION);
+        let cq = open_cq(
+            &r,
+            &mut attr(
+                fi_cq_format::FI_CQ_FORMAT_CONTEXT,
+                fi_wait_obj::FI_WAIT_NONE,
+                0,
+            ),
+        )
+        .unwrap();
+        let mut buf = [b'x' as c_char; 8];
+        // SAFETY: buf holds 8 bytes.
+        let s = unsafe { strerror(cq, libc::EACCES, std::ptr::null(), buf.as_mut_ptr(), 8) };
+        assert_eq!(s, buf.as_ptr());
+        assert_eq!(buf[7], 0);
+        // SAFETY: NULL buf: the static message.
+        let s = unsafe { strerror(cq, i32::MIN, std::ptr::null(), std::ptr::null_mut(), 0) };
+        assert!(!s.is_null());
+        assert_eq!(close_cq(cq), 0);
+    }
+}

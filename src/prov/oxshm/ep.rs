@@ -1,0 +1,2633 @@
+//! oxshm endpoints (`fi_endpoint`, `fi_endpoint2`): reliable connectionless
+//! (FI_EP_RDM) endpoints, their binding to an AV, an EQ, CQs and counters,
+//! `fi_enable`, names (`fi_getname`/`fi_setname`), options
+//! (`fi_getopt`/`fi_setopt`) and operation flags. The data-transfer tables
+//! (msg, rma, tagged, atomic, collective) are fully populated; every slot
+//! answers -FI_ENOSYS until the data path delivers the capabilities that
+//! `fi_getinfo` will then advertise.
+//!
+//! # Addresses (FI_ADDR_STR)
+//!
+//! An oxshm endpoint's name, as `fi_getname` returns it and `fi_av_insert`
+//! takes it, is the NUL-terminated string
+//!
+//! ```text
+//! fi_oxshm://<pid>/<ep-id>/<nonce>
+//! ```
+//!
+//! - `pid`: decimal, 1..=2147483647, no sign or leading zeros: the process
+//!   that owns the endpoint (peers use it to tell whether it is still alive).
+//! - `ep-id`: decimal `u32`, no leading zeros: unique among the endpoints
+//!   that process opened.
+//! - `nonce`: exactly 16 lowercase hex digits, random per endpoint, so that a
+//!   later process that reuses the pid (and counts its endpoints from 1
+//!   again) never produces a name a peer still holds for the dead one.
+//!
+//! Only this canonical spelling is accepted, so two addresses are the same
+//! endpoint exactly when their strings are equal. A name is at most 49
+//! characters; with its NUL it always fits in [`ADDR_MAX`] (64, libfabric's
+//! FI_NAME_MAX) bytes. The transport maps an address to the POSIX
+//! shared-memory object [`Address::segment_name`]
+//! (`/oxshm-<pid>-<ep-id>-<nonce>`).
+//!
+//! An endpoint gets a fresh name when it opens (or the one in
+//! `info->src_addr`); `fi_setname` may replace it before `fi_enable`, with
+//! an address of the calling process that no other live endpoint of the
+//! process uses (-FI_EADDRINUSE otherwise).
+//!
+//! # Binding and enabling
+//!
+//! `fi_ep_bind` takes, before `fi_enable` (-FI_EOPBADSTATE after): one oxshm
+//! AV of the endpoint's domain (flags 0; another domain's: -FI_EDOMAIN), one
+//! EQ (flags 0), a CQ per direction (FI_TRANSMIT, FI_RECV, with optional
+//! FI_SELECTIVE_COMPLETION) and a counter per event (FI_SEND, FI_RECV,
+//! FI_READ, FI_WRITE; FI_REMOTE_READ/FI_REMOTE_WRITE need FI_RMA_EVENT).
+//! Unknown flag bits, or a CQ or counter binding that names no direction or
+//! event, get -FI_EBADFLAGS; a second object for a place already taken, a
+//! NULL, foreign or other-class object get -FI_EINVAL. `fi_enable` needs the
+//! AV (-FI_ENOAV). The endpoint holds its domain and everything bound to it:
+//! their `fi_close` returns -FI_EBUSY until the endpoint is closed.
+//!
+//! # For the data path and the MR glue
+//!
+//! - [`ep_from_fid`] checks an incoming `struct fid *` and returns the [`Ep`].
+//! - [`Ep::enabled`] is `Some` once `fi_enable` succeeded: the endpoint's
+//!   final name and [`Bindings`] (AV, EQ, CQ per direction, counter per
+//!   event), frozen and readable without a lock.
+//! - [`Ep::hold_mr`] / [`Ep::release_mr`] count MRs bound to the endpoint
+//!   (FI_MR_ENDPOINT); `fi_close` of the endpoint fails with -FI_EBUSY while
+//!   any is bound (fi_mr(3): close the MR before its endpoint).
+//! - [`Ep::limit`] gives the thresholds set with the FI_OPT_MAX_*_SIZE and
+//!   FI_OPT_INJECT_*_SIZE options, [`Ep::op_flags`] the default operation
+//!   flags (tx/rx_attr op_flags, FI_SETOPSFLAG), [`Ep::min_multi_recv`]
+//!   FI_OPT_MIN_MULTI_RECV; `tx_size_left`/`rx_size_left` report the whole
+//!   queue until the data path keeps count.
+
+use super::av::Av;
+use super::cntr::Cntr;
+use super::cq::Cq;
+use super::domain::Domain;
+use super::eq::Eq;
+use super::object::{from_fid, nosys, slot, slot_ssize, Header, Object};
+use crate::abi::atomic::{fi_msg_atomic, fi_ops_atomic};
+use crate::abi::cm::{fi_ops_cm, fid_mc};
+use crate::abi::collective::{fi_msg_collective, fi_ops_collective};
+use crate::abi::domain::{fi_datatype_raw, fi_op_raw, fid_domain};
+use crate::abi::endpoint::*;
+use crate::abi::fabric::*;
+use crate::abi::rma::{fi_msg_rma, fi_ops_rma};
+use crate::abi::tagged::{fi_msg_tagged, fi_ops_tagged};
+use crate::abi::xpu::fid_xpu_ep;
+use crate::error::{Error, Result};
+use libc::{c_int, c_void, iovec, size_t, ssize_t};
+use once_cell::sync::Lazy;
+use std::collections::BTreeSet;
+use std::ffi::CString;
+use std::fmt;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+/// Tag of oxshm endpoints (see [`super::object`]).
+pub const TAG_EP: u64 = u64::from_be_bytes(*b"oxEP\0\0\0\0");
+
+/// Bytes that always hold an oxshm address with its NUL (FI_NAME_MAX).
+pub const ADDR_MAX: usize = 64;
+
+/// Default FI_OPT_MIN_MULTI_RECV, as upstream's providers use.
+const DEFAULT_MIN_MULTI_RECV: usize = 16384;
+
+// ---------------------------------------------------------------------------
+// Addresses
+// ---------------------------------------------------------------------------
+
+/// An oxshm endpoint address (see the module documentation for its text).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Debug)]
+pub struct Address {
+    pub pid: u32,
+    pub ep_id: u32,
+    pub nonce: u64,
+}
+
+impl Address {
+    /// Scheme prefix of every oxshm address.
+    pub const PREFIX: &'static str = "fi_oxshm://";
+
+    /// Parses the canonical text form; the error says what is wrong.
+    pub fn parse(s: &str) -> std::result::Result<Address, String> {
+        let Some(rest) = s.strip_prefix(Self::PREFIX) else {
+            return Err(format!(
+                "\"{}\" does not start with {}",
+                s.escape_debug(),
+                Self::PREFIX
+            ));
+        };
+        let parts: Vec<&str> = rest.split('/').collect();
+        let [pid, ep_id, nonce] = parts[..] else {
+            return Err(format!(
+                "\"{}\" is not {}<pid>/<ep-id>/<nonce>",
+                s.escape_debug(),
+                Self::PREFIX
+            ));
+        };
+        let pid = decimal(pid, "pid")?;
+        if pid == 0 || pid > i32::MAX as u64 {
+            return Err(format!("pid {pid} is out of range"));
+        }
+        let ep_id = decimal(ep_id, "endpoint id")?;
+        if ep_id > u32::MAX as u64 {
+            return Err(format!("endpoint id {ep_id} is out of range"));
+        }
+        if nonce.len() != 16
+            || !nonce
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        {
+            return Err(format!(
+                "nonce \"{}\" is not 16 lowercase hex digits",
+                nonce.escape_debug()
+            ));
+        }
+        let nonce = u64::from_str_radix(nonce, 16).map_err(|e| e.to_string())?;
+        Ok(Address {
+            pid: pid as u32,
+            ep_id: ep_id as u32,
+            nonce,
+        })
+    }
+
+    /// Parses an address from C bytes: up to the first NUL, or all of them.
+    pub fn parse_bytes(b: &[u8]) -> std::result::Result<Address, String> {
+        let b = b.iter().position(|&c| c == 0).map_or(b, |n| &b[..n]);
+        let s = std::str::from_utf8(b).map_err(|_| "address is not UTF-8 text".to_string())?;
+        Address::parse(s)
+    }
+
+    /// The text form with its NUL, as C receives it.
+    pub fn to_cstring(&self) -> CString {
+        // The text is digits, letters, ':' and '/': never a NUL.
+        CString::new(self.to_string()).unwrap_or_default()
+    }
+
+    /// Name of the POSIX shared-memory object the transport maps for this
+    /// endpoint (shm_open(3); well under NAME_MAX).
+    pub fn segment_name(&self) -> String {
+        format!("/oxshm-{}-{}-{:016x}", self.pid, self.ep_id, self.nonce)
+    }
+}
+
+impl fmt::Display for Address {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}{}/{}/{:016x}",
+            Self::PREFIX,
+            self.pid,
+            self.ep_id,
+            self.nonce
+        )
+    }
+}
+
+/// A canonical decimal field: digits only, no leading zero (except "0").
+fn decimal(s: &str, what: &str) -> std::result::Result<u64, String> {
+    if s.is_empty()
+        || s.len() > 10
+        || !s.bytes().all(|b| b.is_ascii_digit())
+        || (s.len() > 1 && s.starts_with('0'))
+    {
+        return Err(format!(
+            "{what} \"{}\" is not a canonical decimal",
+            s.escape_debug()
+        ));
+    }
+    s.parse::<u64>().map_err(|e| e.to_string())
+}
+
+/// Reads an address from `len` bytes of C memory: up to the first NUL, at
+/// most [`ADDR_MAX`] bytes.
+///
+/// # Safety
+/// `p` points to `len` readable bytes.
+pub unsafe fn address_from_c(p: *const c_void, len: usize) -> std::result::Result<Address, String> {
+    if p.is_null() || len == 0 {
+        return Err("address is NULL or empty".to_string());
+    }
+    // SAFETY: p holds len readable bytes (contract); we read at most that.
+    let b = unsafe { std::slice::from_raw_parts(p as *const u8, len.min(ADDR_MAX)) };
+    if len > ADDR_MAX && !b.contains(&0) {
+        return Err(format!("address is longer than {} bytes", ADDR_MAX - 1));
+    }
+    Address::parse_bytes(b)
+}
+
+/// The names of this process's live endpoints, and the source of new ones.
+mod names {
+    use super::*;
+
+    // A B-tree, not a hash set: its nodes are pointed to from their start, so
+    // leak checkers see the process-lifetime set as reachable.
+    static LIVE: Lazy<Mutex<BTreeSet<Address>>> = Lazy::new(|| Mutex::new(BTreeSet::new()));
+    static NEXT_ID: AtomicU32 = AtomicU32::new(1);
+
+    fn live() -> MutexGuard<'static, BTreeSet<Address>> {
+        LIVE.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn nonce() -> u64 {
+        let mut v: u64 = 0;
+        // SAFETY: getrandom writes at most 8 bytes into v.
+        let n = unsafe { libc::getrandom(&mut v as *mut u64 as *mut c_void, 8, 0) };
+        if n != 8 {
+            // No entropy source: the clock and this thread's stack address
+            // still differ between processes that reuse a pid.
+            let t = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(0);
+            v = t ^ (&v as *const u64 as u64).rotate_left(29);
+        }
+        v
+    }
+
+    /// A new name of this process, registered as live.
+    pub fn fresh() -> Address {
+        let mut live = live();
+        loop {
+            let a = Address {
+                pid: std::process::id(),
+                ep_id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+                nonce: nonce(),
+            };
+            if live.insert(a) {
+                return a;
+            }
+        }
+    }
+
+    /// Registers `a` (an address the application chose).
+    pub fn claim(a: Address) -> Result<()> {
+        if !live().insert(a) {
+            crate::ox_log!(
+                Warn,
+                EpCtrl,
+                super::super::NAME,
+                "address {a} is already the name of another endpoint"
+            );
+            return Err(Error::ADDRINUSE);
+        }
+        Ok(())
+    }
+
+    /// Replaces `old` by `new`; `old` stays if `new` is taken.
+    pub fn rename(old: Address, new: Address) -> Result<()> {
+        if old == new {
+            return Ok(());
+        }
+        let mut live = live();
+        if live.contains(&new) {
+            drop(live);
+            crate::ox_log!(
+                Warn,
+                EpCtrl,
+                super::super::NAME,
+                "address {new} is already the name of another endpoint"
+            );
+            return Err(Error::ADDRINUSE);
+        }
+        live.remove(&old);
+        live.insert(new);
+        Ok(())
+    }
+
+    pub fn release(a: Address) {
+        live().remove(&a);
+    }
+}
+
+/// Checks an address the application wants as an endpoint's name.
+fn check_own(a: &Address) -> Result<()> {
+    let me = std::process::id();
+    if a.pid != me {
+        crate::ox_log!(
+            Warn,
+            EpCtrl,
+            super::NAME,
+            "address {a} belongs to process {}, not to this one ({me})",
+            a.pid
+        );
+        return Err(Error::INVAL);
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Bindings
+// ---------------------------------------------------------------------------
+
+/// An object an endpoint is bound to. It is held (its `fi_close` fails with
+/// -FI_EBUSY) until the endpoint closes.
+#[derive(Clone, Copy, Debug)]
+pub struct Bound {
+    fid: NonNull<fid>,
+    hdr: NonNull<Header>,
+    /// The `fi_ep_bind` flags of this binding.
+    pub flags: u64,
+}
+
+impl Bound {
+    /// Holds `obj` for a binding with `flags`.
+    pub fn hold<T: Object>(obj: &T, flags: u64) -> Bound {
+        obj.header().hold();
+        Bound {
+            fid: NonNull::from(obj).cast(),
+            hdr: NonNull::from(obj.header()),
+            flags,
+        }
+    }
+
+    /// The bound object as a `T`; None when it is another kind of object.
+    pub fn get<T: Object>(&self) -> Option<&T> {
+        // SAFETY: the object is held by this binding, so it is live and
+        // starts with its struct fid.
+        let f = unsafe { self.fid.as_ref() };
+        if f.fclass != T::FCLASS || f.ops != T::fi_ops() {
+            return None;
+        }
+        // SAFETY: class and ops are T's, so the object is a T.
+        Some(unsafe { self.fid.cast::<T>().as_ref() })
+    }
+
+    /// The bound object's `struct fid`.
+    pub fn fid(&self) -> *mut fid {
+        self.fid.as_ptr()
+    }
+
+    fn release(&self) {
+        // SAFETY: held by this binding, so still live.
+        unsafe { self.hdr.as_ref().release() };
+    }
+}
+
+/// What an endpoint is bound to.
+#[derive(Clone, Default, Debug)]
+pub struct Bindings {
+    pub av: Option<Bound>,
+    pub eq: Option<Bound>,
+    /// Completion queues by direction, as [`CQ_DIRS`] orders them.
+    pub cq: [Option<Bound>; 2],
+    /// Counters by event, as [`CNTR_EVENTS`] orders them.
+    pub cntr: [Option<Bound>; 6],
+}
+
+impl Bindings {
+    /// The bound AV (an RDM endpoint has one once enabled).
+    pub fn av(&self) -> Option<&Av> {
+        self.av.as_ref().and_then(|b| b.get::<Av>())
+    }
+
+    pub fn eq(&self) -> Option<&Eq> {
+        self.eq.as_ref().and_then(|b| b.get::<Eq>())
+    }
+
+    /// The CQ bound for FI_TRANSMIT (`recv` false) or FI_RECV.
+    pub fn cq(&self, recv: bool) -> Option<&Cq> {
+        self.cq[recv as usize].as_ref().and_then(|b| b.get::<Cq>())
+    }
+
+    /// The counter bound for event `CNTR_EVENTS[i]`.
+    pub fn cntr(&self, i: usize) -> Option<&Cntr> {
+        self.cntr.get(i)?.as_ref().and_then(|b| b.get::<Cntr>())
+    }
+
+    fn all(&self) -> impl Iterator<Item = &Bound> {
+        self.av
+            .iter()
+            .chain(self.eq.iter())
+            .chain(self.cq.iter().flatten())
+            .chain(self.cntr.iter().flatten())
+    }
+}
+
+/// CQ binding directions: the `fi_ep_bind` flag and its name.
+pub const CQ_DIRS: [(u64, &str); 2] = [(FI_TRANSMIT, "FI_TRANSMIT"), (FI_RECV, "FI_RECV")];
+
+/// Counter events: the `fi_ep_bind` flag and its name.
+pub const CNTR_EVENTS: [(u64, &str); 6] = [
+    (FI_SEND, "FI_SEND"),
+    (FI_RECV, "FI_RECV"),
+    (FI_READ, "FI_READ"),
+    (FI_WRITE, "FI_WRITE"),
+    (FI_REMOTE_READ, "FI_REMOTE_READ"),
+    (FI_REMOTE_WRITE, "FI_REMOTE_WRITE"),
+];
+
+/// A place in [`Bindings`] that one CQ or counter binding fills.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Role {
+    Cq(usize),
+    Cntr(usize),
+}
+
+/// The directions a CQ binding with `flags` fills (fi_endpoint(3)).
+pub fn cq_roles(flags: u64) -> Result<Vec<Role>> {
+    let known = FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION;
+    if flags & !known != 0 {
+        crate::ox_log!(
+            Warn,
+            EpCtrl,
+            super::NAME,
+            "fi_ep_bind: CQ flags 0x{:x} are not FI_TRANSMIT, FI_RECV or FI_SELECTIVE_COMPLETION",
+            flags & !known
+        );
+        return Err(Error::BADFLAGS);
+    }
+    let roles: Vec<Role> = CQ_DIRS
+        .iter()
+        .enumerate()
+        .filter(|(_, (bit, _))| flags & bit != 0)
+        .map(|(i, _)| Role::Cq(i))
+        .collect();
+    if roles.is_empty() {
+        crate::ox_log!(
+            Warn,
+            EpCtrl,
+            super::NAME,
+            "fi_ep_bind: a CQ binding needs FI_TRANSMIT and/or FI_RECV (flags 0x{flags:x})"
+        );
+        return Err(Error::BADFLAGS);
+    }
+    Ok(roles)
+}
+
+/// The events a counter binding with `flags` fills, for an endpoint with
+/// capabilities `caps` (remote events need FI_RMA_EVENT).
+pub fn cntr_roles(caps: u64, flags: u64) -> Result<Vec<Role>> {
+    let known = CNTR_EVENTS.iter().fold(0, |a, (b, _)| a | b);
+    if flags & !known != 0 || flags == 0 {
+        crate::ox_log!(
+            Warn,
+            EpCtrl,
+            super::NAME,
+            "fi_ep_bind: counter flags 0x{flags:x} are not a set of FI_SEND, FI_RECV, FI_READ, FI_WRITE, FI_REMOTE_READ, FI_REMOTE_WRITE"
+        );
+        return Err(Error::BADFLAGS);
+    }
+    if flags & (FI_REMOTE_READ | FI_REMOTE_WRITE) != 0 && caps & FI_RMA_EVENT == 0 {
+        crate::ox_log!(
+            Warn,
+            EpCtrl,
+            super::NAME,
+            "fi_ep_bind: FI_REMOTE_READ/FI_REMOTE_WRITE counters need an endpoint opened with FI_RMA_EVENT"
+        );
+        return Err(Error::INVAL);
+    }
+    Ok(CNTR_EVENTS
+        .iter()
+        .enumerate()
+        .filter(|(_, (bit, _))| flags & bit != 0)
+        .map(|(i, _)| Role::Cntr(i))
+        .collect())
+}
+
+/// Fills `roles` of `b` with `obj` (held once per role), or changes nothing
+/// when one of them is taken: an endpoint has one CQ per direction and one
+/// counter per event (fi_endpoint(3)).
+pub fn attach<T: Object>(b: &mut Bindings, roles: &[Role], obj: &T, flags: u64) -> Result<()> {
+    for r in roles {
+        let (taken, what) = match *r {
+            Role::Cq(i) => (b.cq[i].is_some(), CQ_DIRS[i].1),
+            Role::Cntr(i) => (b.cntr[i].is_some(), CNTR_EVENTS[i].1),
+        };
+        if taken {
+            crate::ox_log!(
+                Warn,
+                EpCtrl,
+                super::NAME,
+                "fi_ep_bind: the endpoint already has a {} for {what}",
+                T::NAME
+            );
+            return Err(Error::INVAL);
+        }
+    }
+    for r in roles {
+        let slot = match *r {
+            Role::Cq(i) => &mut b.cq[i],
+            Role::Cntr(i) => &mut b.cntr[i],
+        };
+        *slot = Some(Bound::hold(obj, flags));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// The endpoint object
+// ---------------------------------------------------------------------------
+
+/// An enabled endpoint's frozen state: nothing here changes after
+/// `fi_enable`, so the data path reads it without a lock.
+#[derive(Debug)]
+pub struct Enabled {
+    pub name: Address,
+    pub bindings: Bindings,
+}
+
+struct State {
+    name: Address,
+    enabled: bool,
+    bind: Bindings,
+}
+
+/// Sizes an endpoint option may lower: FI_OPT_MAX_*_SIZE, FI_OPT_INJECT_*_SIZE.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Limit {
+    MaxMsg = 0,
+    MaxTagged,
+    MaxRma,
+    MaxAtomic,
+    InjectMsg,
+    InjectTagged,
+    InjectRma,
+    InjectAtomic,
+}
+
+#[repr(C)]
+pub struct Ep {
+    pub fid: fid_ep,
+    pub hdr: Header,
+    domain: *const Domain,
+    /// Capabilities the endpoint was opened with.
+    pub caps: u64,
+    /// `ep_attr->auth_key`, when the application gave one.
+    pub auth_key: Option<Vec<u8>>,
+    /// Transmit and receive queue depths (tx_attr/rx_attr size).
+    pub tx_size: usize,
+    pub rx_size: usize,
+    tx_op_flags: AtomicU64,
+    rx_op_flags: AtomicU64,
+    min_multi_recv: AtomicUsize,
+    hmem_p2p: AtomicI32,
+    cuda_api_permitted: AtomicBool,
+    limits: [AtomicUsize; 8],
+    /// Provider ceilings of `limits`.
+    ceilings: [usize; 8],
+    /// MRs bound to this endpoint (FI_MR_ENDPOINT).
+    mrs: AtomicUsize,
+    state: Mutex<State>,
+    enabled: OnceLock<Enabled>,
+}
+
+// SAFETY: #[repr(C)] with fid_ep (which starts with struct fid) first.
+unsafe impl Object for Ep {
+    const TAG: u64 = TAG_EP;
+    const FCLASS: usize = FI_CLASS_EP as usize;
+    const NAME: &'static str = "endpoint";
+    fn header(&self) -> &Header {
+        &self.hdr
+    }
+    fn fi_ops() -> *mut fi_ops {
+        &FI_OPS as *const fi_ops as *mut fi_ops
+    }
+}
+
+/// Checks that `p` is a live oxshm endpoint and returns it (for the MR glue
+/// and the data path).
+///
+/// # Safety
+/// `p` is NULL or points to readable memory that starts with a `struct fid`.
+pub unsafe fn ep_from_fid<'a>(p: *const fid) -> Result<&'a Ep> {
+    // SAFETY: same contract.
+    unsafe { from_fid::<Ep>(p) }
+}
+
+impl Ep {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn domain(&self) -> &Domain {
+        // SAFETY: the domain cannot close while this endpoint holds it.
+        unsafe { &*self.domain }
+    }
+
+    /// The endpoint's current name.
+    pub fn name(&self) -> Address {
+        match self.enabled.get() {
+            Some(e) => e.name,
+            None => self.lock().name,
+        }
+    }
+
+    /// The frozen state once `fi_enable` succeeded.
+    pub fn enabled(&self) -> Option<&Enabled> {
+        self.enabled.get()
+    }
+
+    /// Default operation flags for transmit (`FI_TRANSMIT`) or receive.
+    pub fn op_flags(&self, recv: bool) -> u64 {
+        if recv {
+            self.rx_op_flags.load(Ordering::Acquire)
+        } else {
+            self.tx_op_flags.load(Ordering::Acquire)
+        }
+    }
+
+    pub fn min_multi_recv(&self) -> usize {
+        self.min_multi_recv.load(Ordering::Acquire)
+    }
+
+    pub fn limit(&self, l: Limit) -> usize {
+        self.limits[l as usize].load(Ordering::Acquire)
+    }
+
+    /// Records one more MR bound to this endpoint.
+    pub fn hold_mr(&self) {
+        self.mrs.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// Records that a bound MR went away (closed or unbound).
+    pub fn release_mr(&self) {
+        self.mrs.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    pub fn bound_mrs(&self) -> usize {
+        self.mrs.load(Ordering::Acquire)
+    }
+
+    fn enable(&self) -> Result<i32> {
+        let mut st = self.lock();
+        if st.enabled {
+            return Ok(0);
+        }
+        if st.bind.av.is_none() {
+            crate::ox_log!(
+                Warn,
+                EpCtrl,
+                super::NAME,
+                "fi_enable: an FI_EP_RDM endpoint needs an address vector bound first (fi_ep_bind)"
+            );
+            return Err(Error::NOAV);
+        }
+        st.enabled = true;
+        let _ = self.enabled.set(Enabled {
+            name: st.name,
+            bindings: st.bind.clone(),
+        });
+        Ok(0)
+    }
+
+    fn refuse_if_enabled(&self, st: &State, what: &str) -> Result<()> {
+        if st.enabled {
+            crate::ox_log!(
+                Warn,
+                EpCtrl,
+                super::NAME,
+                "{what}: the endpoint is already enabled"
+            );
+            return Err(Error::OPBADSTATE);
+        }
+        Ok(())
+    }
+}
+
+static FI_OPS: fi_ops = fi_ops {
+    size: std::mem::size_of::<fi_ops>(),
+    close: Some(close),
+    bind: Some(bind),
+    control: Some(control),
+    ops_open: Some(nosys::ops_open),
+    tostr: Some(nosys::tostr),
+    ops_set: Some(nosys::ops_set),
+};
+
+static OPS_EP: fi_ops_ep = fi_ops_ep {
+    size: std::mem::size_of::<fi_ops_ep>(),
+    cancel: Some(cancel),
+    getopt: Some(getopt),
+    setopt: Some(setopt),
+    tx_ctx: Some(tx_ctx),
+    rx_ctx: Some(rx_ctx),
+    rx_size_left: Some(rx_size_left),
+    tx_size_left: Some(tx_size_left),
+    export_xpu: Some(export_xpu),
+};
+
+static OPS_CM: fi_ops_cm = fi_ops_cm {
+    size: std::mem::size_of::<fi_ops_cm>(),
+    setname: Some(setname),
+    getname: Some(getname),
+    getpeer: Some(getpeer),
+    connect: Some(connect),
+    listen: Some(listen),
+    accept: Some(accept),
+    reject: Some(reject),
+    shutdown: Some(shutdown),
+    join: Some(join),
+};
+
+// ---------------------------------------------------------------------------
+// fi_endpoint
+// ---------------------------------------------------------------------------
+
+/// What `fi_endpoint` takes from `struct fi_info`.
+struct Config {
+    caps: u64,
+    name: Option<Address>,
+    tx_op_flags: u64,
+    rx_op_flags: u64,
+    tx_size: usize,
+    rx_size: usize,
+    max_msg_size: usize,
+    inject_size: usize,
+    auth_key: Option<Vec<u8>>,
+}
+
+/// Operation flags an endpoint may default to (FI_SETOPSFLAG, op_flags).
+const TX_OP_FLAGS: u64 = FI_COMPLETION
+    | FI_INJECT
+    | FI_INJECT_COMPLETE
+    | FI_TRANSMIT_COMPLETE
+    | FI_DELIVERY_COMPLETE
+    | FI_FENCE;
+const RX_OP_FLAGS: u64 = FI_COMPLETION | FI_MULTI_RECV;
+
+fn no_data(what: std::fmt::Arguments<'_>) -> Error {
+    crate::ox_log!(Warn, EpCtrl, super::NAME, "fi_endpoint: {what}");
+    Error::NODATA
+}
+
+fn check_op_flags(flags: u64, allowed: u64, dir: &str) -> Result<()> {
+    if flags & !allowed != 0 {
+        crate::ox_log!(
+            Warn,
+            EpCtrl,
+            super::NAME,
+            "{dir} operation flags 0x{:x} are not supported",
+            flags & !allowed
+        );
+        return Err(Error::BADFLAGS);
+    }
+    Ok(())
+}
+
+impl Config {
+    /// Checks `info` against what oxshm offers (-FI_ENODATA for a request it
+    /// cannot meet, as upstream's ofi_check_info) and reads it. Reads only
+    /// fields libfabric 1.0 already had.
+    ///
+    /// # Safety
+    /// `info` is a valid `fi_info`; its attribute pointers are NULL or valid.
+    unsafe fn from_info(info: &fi_info, api_version: u32) -> Result<Config> {
+        let offer = super::info::offers(api_version).remove(0);
+        let (Some(otx), Some(orx), Some(oep)) = (offer.tx, offer.rx, offer.ep) else {
+            return Err(Error::OTHER);
+        };
+        let caps = if info.caps == 0 {
+            offer.caps
+        } else {
+            info.caps
+        };
+        if caps & !offer.caps != 0 {
+            return Err(no_data(format_args!(
+                "capabilities 0x{:x} are not offered by oxshm",
+                caps & !offer.caps
+            )));
+        }
+        let fmt = info.addr_format as c_int;
+        if fmt != FI_FORMAT_UNSPEC && fmt != FI_ADDR_STR {
+            return Err(no_data(format_args!(
+                "address format {fmt} is not FI_ADDR_STR"
+            )));
+        }
+        let name = if info.src_addr.is_null() || info.src_addrlen == 0 {
+            None
+        } else {
+            // SAFETY: src_addr holds src_addrlen bytes (fi_getinfo(3)).
+            match unsafe { address_from_c(info.src_addr, info.src_addrlen) } {
+                Ok(a) => {
+                    check_own(&a)?;
+                    Some(a)
+                }
+                Err(why) => {
+                    crate::ox_log!(
+                        Warn,
+                        EpCtrl,
+                        super::NAME,
+                        "fi_endpoint: info->src_addr is not an oxshm address: {why}"
+                    );
+                    return Err(Error::INVAL);
+                }
+            }
+        };
+        let mut c = Config {
+            caps,
+            name,
+            tx_op_flags: 0,
+            rx_op_flags: 0,
+            tx_size: otx.size,
+            rx_size: orx.size,
+            max_msg_size: oep.max_msg_size,
+            inject_size: otx.inject_size,
+            auth_key: None,
+        };
+        if !info.tx_attr.is_null() {
+            // SAFETY: a non-NULL tx_attr of a valid fi_info.
+            let t = unsafe { &*info.tx_attr };
+            if t.caps & !offer.caps != 0 {
+                return Err(no_data(format_args!(
+                    "tx_attr capabilities 0x{:x} are not offered",
+                    t.caps & !offer.caps
+                )));
+            }
+            if t.size > otx.size || t.inject_size > otx.inject_size {
+                return Err(no_data(format_args!(
+                    "tx_attr size {} / inject_size {} exceed oxshm's {} / {}",
+                    t.size, t.inject_size, otx.size, otx.inject_size
+                )));
+            }
+            if t.iov_limit > otx.iov_limit || t.rma_iov_limit > otx.rma_iov_limit {
+                return Err(no_data(format_args!(
+                    "tx_attr iov_limit {} / rma_iov_limit {} exceed oxshm's {} / {}",
+                    t.iov_limit, t.rma_iov_limit, otx.iov_limit, otx.rma_iov_limit
+                )));
+            }
+            check_op_flags(t.op_flags, TX_OP_FLAGS, "tx_attr")?;
+            c.tx_op_flags = t.op_flags;
+            if t.size != 0 {
+                c.tx_size = t.size;
+            }
+        }
+        if !info.rx_attr.is_null() {
+            // SAFETY: a non-NULL rx_attr of a valid fi_info.
+            let r = unsafe { &*info.rx_attr };
+            if r.caps & !offer.caps != 0 {
+                return Err(no_data(format_args!(
+                    "rx_attr capabilities 0x{:x} are not offered",
+                    r.caps & !offer.caps
+                )));
+            }
+            if r.size > orx.size || r.iov_limit > orx.iov_limit {
+                return Err(no_data(format_args!(
+                    "rx_attr size {} / iov_limit {} exceed oxshm's {} / {}",
+                    r.size, r.iov_limit, orx.size, orx.iov_limit
+                )));
+            }
+            check_op_flags(r.op_flags, RX_OP_FLAGS, "rx_attr")?;
+            c.rx_op_flags = r.op_flags;
+            if r.size != 0 {
+                c.rx_size = r.size;
+            }
+        }
+        if !info.ep_attr.is_null() {
+            // SAFETY: a non-NULL ep_attr of a valid fi_info.
+            let e = unsafe { &*info.ep_attr };
+            let t = e.r#type;
+            if t != fi_ep_type::FI_EP_UNSPEC as u32 && t != fi_ep_type::FI_EP_RDM as u32 {
+                return Err(no_data(format_args!("endpoint type {t} is not FI_EP_RDM")));
+            }
+            let p = e.protocol as c_int;
+            if p != FI_PROTO_UNSPEC && p != FI_PROTO_SHM {
+                return Err(no_data(format_args!("protocol {p} is not FI_PROTO_SHM")));
+            }
+            if e.max_msg_size > oep.max_msg_size {
+                return Err(no_data(format_args!(
+                    "max_msg_size {} exceeds oxshm's {}",
+                    e.max_msg_size, oep.max_msg_size
+                )));
+            }
+            if e.max_msg_size != 0 {
+                c.max_msg_size = e.max_msg_size;
+            }
+            if e.tx_ctx_cnt > 1 || e.rx_ctx_cnt > 1 {
+                return Err(no_data(format_args!(
+                    "tx_ctx_cnt {} / rx_ctx_cnt {}: oxshm has no scalable or shared contexts",
+                    e.tx_ctx_cnt, e.rx_ctx_cnt
+                )));
+            }
+            if e.auth_key_size > 0 && e.auth_key_size != FI_AV_AUTH_KEY && !e.auth_key.is_null() {
+                // SAFETY: auth_key holds auth_key_size bytes (fi_endpoint(3)).
+                c.auth_key = Some(
+                    unsafe { std::slice::from_raw_parts(e.auth_key, e.auth_key_size) }.to_vec(),
+                );
+            }
+        }
+        Ok(c)
+    }
+}
+
+fn open(d: &Domain, c: Config, context: *mut c_void) -> Result<*mut fid_ep> {
+    let name = match c.name {
+        Some(a) => {
+            names::claim(a)?;
+            a
+        }
+        None => names::fresh(),
+    };
+    let ceilings = [
+        c.max_msg_size,
+        c.max_msg_size,
+        c.max_msg_size,
+        c.max_msg_size,
+        c.inject_size,
+        c.inject_size,
+        c.inject_size,
+        c.inject_size,
+    ];
+    d.hdr.hold();
+    let ep = Box::new(Ep {
+        fid: fid_ep {
+            fid: fid {
+                fclass: FI_CLASS_EP as usize,
+                context,
+                ops: Ep::fi_ops(),
+            },
+            ops: &OPS_EP as *const fi_ops_ep as *mut fi_ops_ep,
+            cm: &OPS_CM as *const fi_ops_cm as *mut fi_ops_cm,
+            msg: &data::OPS_MSG as *const fi_ops_msg as *mut fi_ops_msg,
+            rma: &data::OPS_RMA as *const fi_ops_rma as *mut fi_ops_rma,
+            tagged: &data::OPS_TAGGED as *const fi_ops_tagged as *mut fi_ops_tagged,
+            atomic: &data::OPS_ATOMIC as *const fi_ops_atomic as *mut fi_ops_atomic,
+            collective: &data::OPS_COLLECTIVE as *const fi_ops_collective as *mut fi_ops_collective,
+        },
+        hdr: Header::new(TAG_EP),
+        domain: d,
+        caps: c.caps,
+        auth_key: c.auth_key,
+        tx_size: c.tx_size,
+        rx_size: c.rx_size,
+        tx_op_flags: AtomicU64::new(c.tx_op_flags),
+        rx_op_flags: AtomicU64::new(c.rx_op_flags),
+        min_multi_recv: AtomicUsize::new(DEFAULT_MIN_MULTI_RECV),
+        hmem_p2p: AtomicI32::new(FI_HMEM_P2P_ENABLED),
+        cuda_api_permitted: AtomicBool::new(true),
+        limits: ceilings.map(AtomicUsize::new),
+        ceilings,
+        mrs: AtomicUsize::new(0),
+        state: Mutex::new(State {
+            name,
+            enabled: false,
+            bind: Bindings::default(),
+        }),
+        enabled: OnceLock::new(),
+    });
+    Ok(Box::into_raw(ep) as *mut fid_ep)
+}
+
+/// `fi_endpoint` (domain slot).
+///
+/// # Safety
+/// C contract of fi_endpoint(3); every pointer is checked before use.
+pub unsafe extern "C" fn endpoint(
+    domain: *mut fid_domain,
+    info: *mut fi_info,
+    ep: *mut *mut fid_ep,
+    context: *mut c_void,
+) -> c_int {
+    // SAFETY: arguments forwarded unchanged; endpoint2 checks them.
+    unsafe { endpoint2(domain, info, ep, 0, context) }
+}
+
+/// `fi_endpoint2` (domain slot): as `fi_endpoint`; `flags` must be 0 (oxshm
+/// has no peer-provider endpoints).
+///
+/// # Safety
+/// C contract of fi_endpoint(3); every pointer is checked before use.
+pub unsafe extern "C" fn endpoint2(
+    domain: *mut fid_domain,
+    info: *mut fi_info,
+    ep: *mut *mut fid_ep,
+    flags: u64,
+    context: *mut c_void,
+) -> c_int {
+    slot("fi_endpoint", || {
+        // SAFETY: from_fid checks the object.
+        let d = unsafe { from_fid::<Domain>(domain as *const fid) }?;
+        if flags != 0 {
+            crate::ox_log!(
+                Warn,
+                EpCtrl,
+                super::NAME,
+                "fi_endpoint2: flags 0x{flags:x} not supported"
+            );
+            return Err(Error::BADFLAGS);
+        }
+        crate::capi::nonnull(ep, "fi_endpoint", "ep")?;
+        crate::capi::nonnull(info, "fi_endpoint", "info")?;
+        // SAFETY: info checked non-NULL; from_info reads 1.0 fields only.
+        let c = unsafe { Config::from_info(&*info, d.api_version) }?;
+        let e = open(d, c, context)?;
+        // SAFETY: ep checked non-NULL; written last, on success.
+        unsafe { *ep = e };
+        Ok(0)
+    })
+}
+
+// ---------------------------------------------------------------------------
+// struct fi_ops
+// ---------------------------------------------------------------------------
+
+unsafe extern "C" fn close(f: *mut fid) -> c_int {
+    slot("fi_close", || {
+        // SAFETY: from_fid checks the object.
+        let ep = unsafe { from_fid::<Ep>(f) }?;
+        let mrs = ep.bound_mrs();
+        if mrs != 0 {
+            crate::ox_log!(
+                Warn,
+                EpCtrl,
+                super::NAME,
+                "cannot close endpoint {}: {mrs} memory region(s) bound to it are still open (close them first)",
+                ep.name()
+            );
+            return Err(Error::BUSY);
+        }
+        ep.hdr.begin_close("endpoint")?;
+        let st = ep.lock();
+        for b in st.bind.all() {
+            b.release();
+        }
+        names::release(st.name);
+        drop(st);
+        ep.domain().hdr.release();
+        // SAFETY: allocated by `open`; nothing depends on it any more.
+        drop(unsafe { Box::from_raw(f as *mut Ep) });
+        Ok(0)
+    })
+}
+
+fn no_flags(flags: u64, what: &str) -> Result<()> {
+    if flags != 0 {
+        crate::ox_log!(
+            Warn,
+            EpCtrl,
+            super::NAME,
+            "fi_ep_bind: binding {what} takes flags 0 (got 0x{flags:x})"
+        );
+        return Err(Error::BADFLAGS);
+    }
+    Ok(())
+}
+
+/// Fails with -FI_EDOMAIN unless `other` is the endpoint's own domain.
+fn same_domain(ep: &Ep, other: *const Domain, what: &str) -> Result<()> {
+    if other != ep.domain {
+        crate::ox_log!(
+            Warn,
+            EpCtrl,
+            super::NAME,
+            "fi_ep_bind: the {what} belongs to another domain"
+        );
+        return Err(Error::DOMAIN);
+    }
+    Ok(())
+}
+
+unsafe extern "C" fn bind(f: *mut fid, bfid: *mut fid, flags: u64) -> c_int {
+    slot("fi_ep_bind", || {
+        // SAFETY: from_fid checks the object.
+        let ep = unsafe { from_fid::<Ep>(f) }?;
+        crate::capi::nonnull(bfid, "fi_ep_bind", "bfid")?;
+        // SAFETY: bfid is non-NULL and starts with a struct fid.
+        let class = unsafe { (*bfid).fclass } as c_int;
+        let mut st = ep.lock();
+        ep.refuse_if_enabled(&st, "fi_ep_bind")?;
+        match class {
+            c if c == FI_CLASS_AV => {
+                // SAFETY: from_fid checks the object.
+                let av = unsafe { from_fid::<Av>(bfid) }?;
+                no_flags(flags, "an address vector")?;
+                same_domain(ep, av.domain(), "address vector")?;
+                if st.bind.av.is_some() {
+                    crate::ox_log!(
+                        Warn,
+                        EpCtrl,
+                        super::NAME,
+                        "fi_ep_bind: the endpoint already has an address vector"
+                    );
+                    return Err(Error::INVAL);
+                }
+                st.bind.av = Some(Bound::hold(av, 0));
+            }
+            c if c == FI_CLASS_EQ => {
+                // SAFETY: from_fid checks the object.
+                let eq = unsafe { from_fid::<Eq>(bfid) }?;
+                no_flags(flags, "an event queue")?;
+                if st.bind.eq.is_some() {
+                    crate::ox_log!(
+                        Warn,
+                        EpCtrl,
+                        super::NAME,
+                        "fi_ep_bind: the endpoint already has an event queue"
+                    );
+                    return Err(Error::INVAL);
+                }
+                st.bind.eq = Some(Bound::hold(eq, 0));
+            }
+            c if c == FI_CLASS_CQ || c == FI_CLASS_CNTR => {
+                bind_cq_or_cntr(ep, &mut st.bind, bfid, class, flags)?;
+            }
+            c if c == FI_CLASS_MR => {
+                crate::ox_log!(
+                    Warn,
+                    EpCtrl,
+                    super::NAME,
+                    "fi_ep_bind: bind memory regions with fi_mr_bind(mr, &ep->fid, 0)"
+                );
+                return Err(Error::INVAL);
+            }
+            other => {
+                crate::ox_log!(
+                    Warn,
+                    EpCtrl,
+                    super::NAME,
+                    "fi_ep_bind: an endpoint binds an AV, EQ, CQ or counter, not class {other}"
+                );
+                return Err(Error::INVAL);
+            }
+        }
+        Ok(0)
+    })
+}
+
+/// CQ (`class` FI_CLASS_CQ) and counter (FI_CLASS_CNTR) bindings: checks
+/// the flags, then accepts an oxshm [`Cq`] or [`Cntr`] for the directions or
+/// events they name. The data path reads them back with
+/// `bindings.cq[i].get::<Cq>()` / `bindings.cntr[i].get::<Cntr>()`.
+/// Both must belong to the endpoint's domain (-FI_EDOMAIN otherwise).
+fn bind_cq_or_cntr(
+    ep: &Ep,
+    b: &mut Bindings,
+    bfid: *mut fid,
+    class: c_int,
+    flags: u64,
+) -> Result<()> {
+    if class == FI_CLASS_CQ {
+        // SAFETY: from_fid checks the object.
+        let cq = unsafe { from_fid::<Cq>(bfid) }?;
+        same_domain(ep, cq.domain(), "completion queue")?;
+        let roles = cq_roles(flags)?;
+        attach(b, &roles, cq, flags)
+    } else {
+        // SAFETY: from_fid checks the object.
+        let cntr = unsafe { from_fid::<Cntr>(bfid) }?;
+        same_domain(ep, cntr.domain(), "counter")?;
+        let roles = cntr_roles(ep.caps, flags)?;
+        attach(b, &roles, cntr, flags)
+    }
+}
+
+/// The direction an FI_GETOPSFLAG/FI_SETOPSFLAG argument names: true for
+/// FI_RECV, false for FI_TRANSMIT; exactly one must be set.
+fn ops_direction(flags: u64) -> Result<bool> {
+    match (flags & FI_TRANSMIT != 0, flags & FI_RECV != 0) {
+        (true, false) => Ok(false),
+        (false, true) => Ok(true),
+        _ => {
+            crate::ox_log!(
+                Warn,
+                EpCtrl,
+                super::NAME,
+                "operation flags 0x{flags:x} must name FI_TRANSMIT or FI_RECV (not both)"
+            );
+            Err(Error::INVAL)
+        }
+    }
+}
+
+unsafe extern "C" fn control(f: *mut fid, command: c_int, arg: *mut c_void) -> c_int {
+    slot("fi_control", || {
+        // SAFETY: from_fid checks the object.
+        let ep = unsafe { from_fid::<Ep>(f) }?;
+        match command {
+            c if c == FI_ENABLE => ep.enable(),
+            c if c == FI_GETOPSFLAG => {
+                crate::capi::nonnull(arg, "fi_control", "arg")?;
+                // SAFETY: FI_GETOPSFLAG's argument is a uint64_t *.
+                let flags = unsafe { *(arg as *const u64) };
+                let recv = ops_direction(flags)?;
+                // SAFETY: as above; written on success.
+                unsafe { *(arg as *mut u64) = ep.op_flags(recv) };
+                Ok(0)
+            }
+            c if c == FI_SETOPSFLAG => {
+                crate::capi::nonnull(arg, "fi_control", "arg")?;
+                // SAFETY: FI_SETOPSFLAG's argument is a uint64_t *.
+                let flags = unsafe { *(arg as *const u64) };
+                let recv = ops_direction(flags)?;
+                let (dir, allowed, slot) = if recv {
+                    (FI_RECV, RX_OP_FLAGS, &ep.rx_op_flags)
+                } else {
+                    (FI_TRANSMIT, TX_OP_FLAGS, &ep.tx_op_flags)
+                };
+                let value = flags & !dir;
+                check_op_flags(value, allowed, if recv { "receive" } else { "transmit" })?;
+                slot.store(value, Ordering::Release);
+                Ok(0)
+            }
+            other => {
+                crate::ox_log!(
+                    Warn,
+                    EpCtrl,
+                    super::NAME,
+                    "control command {other} not supported on an endpoint"
+                );
+                Err(Error::NOSYS)
+            }
+        }
+    })
+}
+
+// ---------------------------------------------------------------------------
+// struct fi_ops_ep
+// ---------------------------------------------------------------------------
+
+/// No operation is ever pending on an endpoint without a data path, so
+/// there is nothing to cancel: 0, as for an operation that already finished.
+unsafe extern "C" fn cancel(f: fid_t, _context: *mut c_void) -> ssize_t {
+    slot_ssize("fi_cancel", || {
+        // SAFETY: from_fid checks the object.
+        unsafe { from_fid::<Ep>(f) }?;
+        Ok(0)
+    })
+}
+
+/// An endpoint option and the C type of its value.
+#[derive(Clone, Copy, Debug)]
+enum Opt {
+    MinMultiRecv,
+    CmDataSize,
+    HmemP2p,
+    XpuTrigger,
+    CudaApiPermitted,
+    SharedMemoryPermitted,
+    Limit(Limit),
+}
+
+fn option(optname: c_int) -> Option<Opt> {
+    Some(match optname {
+        FI_OPT_MIN_MULTI_RECV => Opt::MinMultiRecv,
+        FI_OPT_CM_DATA_SIZE => Opt::CmDataSize,
+        FI_OPT_FI_HMEM_P2P => Opt::HmemP2p,
+        FI_OPT_XPU_TRIGGER => Opt::XpuTrigger,
+        FI_OPT_CUDA_API_PERMITTED => Opt::CudaApiPermitted,
+        FI_OPT_SHARED_MEMORY_PERMITTED => Opt::SharedMemoryPermitted,
+        FI_OPT_MAX_MSG_SIZE => Opt::Limit(Limit::MaxMsg),
+        FI_OPT_MAX_TAGGED_SIZE => Opt::Limit(Limit::MaxTagged),
+        FI_OPT_MAX_RMA_SIZE => Opt::Limit(Limit::MaxRma),
+        FI_OPT_MAX_ATOMIC_SIZE => Opt::Limit(Limit::MaxAtomic),
+        FI_OPT_INJECT_MSG_SIZE => Opt::Limit(Limit::InjectMsg),
+        FI_OPT_INJECT_TAGGED_SIZE => Opt::Limit(Limit::InjectTagged),
+        FI_OPT_INJECT_RMA_SIZE => Opt::Limit(Limit::InjectRma),
+        FI_OPT_INJECT_ATOMIC_SIZE => Opt::Limit(Limit::InjectAtomic),
+        _ => return None,
+    })
+}
+
+/// The option `optname` at `level`, or -FI_ENOPROTOOPT.
+fn known_option(level: c_int, optname: c_int, call: &str) -> Result<Opt> {
+    if level != FI_OPT_ENDPOINT {
+        crate::ox_log!(
+            Warn,
+            EpCtrl,
+            super::NAME,
+            "{call}: option level {level} is not FI_OPT_ENDPOINT"
+        );
+        return Err(Error::NOPROTOOPT);
+    }
+    option(optname).ok_or_else(|| {
+        crate::ox_log!(
+            Warn,
+            EpCtrl,
+            super::NAME,
+            "{call}: option {optname} is not an oxshm endpoint option"
+        );
+        Error::NOPROTOOPT
+    })
+}
+
+fn p2p_disabled_by_env() -> bool {
+    matches!(
+        crate::param::get(None, "hmem_disable_p2p"),
+        Ok((_, crate::param::Value::Bool(true)))
+    )
+}
+
+/// A value of an option, as the bytes C reads.
+enum OptVal {
+    Size(usize),
+    Int(c_int),
+    Bool(bool),
+}
+
+unsafe extern "C" fn getopt(
+    f: fid_t,
+    level: c_int,
+    optname: c_int,
+    optval: *mut c_void,
+    optlen: *mut size_t,
+) -> c_int {
+    slot("fi_getopt", || {
+        // SAFETY: from_fid checks the object.
+        let ep = unsafe { from_fid::<Ep>(f) }?;
+        let opt = known_option(level, optname, "fi_getopt")?;
+        let v = match opt {
+            Opt::MinMultiRecv => OptVal::Size(ep.min_multi_recv()),
+            // RDM endpoints exchange no connection data.
+            Opt::CmDataSize => OptVal::Size(0),
+            Opt::HmemP2p => OptVal::Int(if p2p_disabled_by_env() {
+                FI_HMEM_P2P_DISABLED
+            } else {
+                ep.hmem_p2p.load(Ordering::Acquire)
+            }),
+            Opt::XpuTrigger => {
+                crate::ox_log!(
+                    Warn,
+                    EpCtrl,
+                    super::NAME,
+                    "fi_getopt: oxshm has no XPU-triggered operations"
+                );
+                return Err(Error::OPNOTSUPP);
+            }
+            Opt::CudaApiPermitted => OptVal::Bool(ep.cuda_api_permitted.load(Ordering::Acquire)),
+            Opt::SharedMemoryPermitted => OptVal::Bool(true),
+            Opt::Limit(l) => OptVal::Size(ep.limit(l)),
+        };
+        crate::capi::nonnull(optlen, "fi_getopt", "optlen")?;
+        let need = match v {
+            OptVal::Size(_) => std::mem::size_of::<usize>(),
+            OptVal::Int(_) => std::mem::size_of::<c_int>(),
+            OptVal::Bool(_) => std::mem::size_of::<bool>(),
+        };
+        // SAFETY: optlen checked non-NULL; it is a size_t * (fi_getopt(3)).
+        let have = unsafe { *optlen };
+        if have < need {
+            crate::ox_log!(
+                Warn,
+                EpCtrl,
+                super::NAME,
+                "fi_getopt: option {optname} needs {need} bytes, optlen is {have}"
+            );
+            // SAFETY: as above; the needed size is the documented output.
+            unsafe { *optlen = need };
+            return Err(Error::TOOSMALL);
+        }
+        crate::capi::nonnull(optval, "fi_getopt", "optval")?;
+        // SAFETY: optval holds *optlen >= need writable bytes; written last.
+        unsafe {
+            match v {
+                OptVal::Size(n) => std::ptr::write_unaligned(optval as *mut usize, n),
+                OptVal::Int(n) => std::ptr::write_unaligned(optval as *mut c_int, n),
+                OptVal::Bool(b) => std::ptr::write_unaligned(optval as *mut bool, b),
+            }
+            *optlen = need;
+        }
+        Ok(0)
+    })
+}
+
+/// Reads a `T` option value of exactly `optlen` bytes.
+///
+/// # Safety
+/// `optval` is NULL or holds `optlen` readable bytes.
+unsafe fn read_opt<T: Copy>(optval: *const c_void, optlen: usize, optname: c_int) -> Result<T> {
+    crate::capi::nonnull(optval, "fi_setopt", "optval")?;
+    if optlen != std::mem::size_of::<T>() {
+        crate::ox_log!(
+            Warn,
+            EpCtrl,
+            super::NAME,
+            "fi_setopt: option {optname} takes {} bytes, optlen is {optlen}",
+            std::mem::size_of::<T>()
+        );
+        return Err(Error::INVAL);
+    }
+    // SAFETY: optval holds size_of::<T>() readable bytes (checked above).
+    Ok(unsafe { std::ptr::read_unaligned(optval as *const T) })
+}
+
+unsafe extern "C" fn setopt(
+    f: fid_t,
+    level: c_int,
+    optname: c_int,
+    optval: *const c_void,
+    optlen: size_t,
+) -> c_int {
+    slot("fi_setopt", || {
+        // SAFETY: from_fid checks the object.
+        let ep = unsafe { from_fid::<Ep>(f) }?;
+        let opt = known_option(level, optname, "fi_setopt")?;
+        match opt {
+            Opt::MinMultiRecv => {
+                // SAFETY: read_opt checks the pointer and the length.
+                let v: usize = unsafe { read_opt(optval, optlen, optname) }?;
+                ep.min_multi_recv.store(v, Ordering::Release);
+            }
+            Opt::CmDataSize | Opt::XpuTrigger => {
+                crate::ox_log!(
+                    Warn,
+                    EpCtrl,
+                    super::NAME,
+                    "fi_setopt: option {optname} can only be read"
+                );
+                return Err(Error::OPNOTSUPP);
+            }
+            Opt::HmemP2p => {
+                // SAFETY: read_opt checks the pointer and the length.
+                let v: c_int = unsafe { read_opt(optval, optlen, optname) }?;
+                match v {
+                    FI_HMEM_P2P_ENABLED | FI_HMEM_P2P_PREFERRED | FI_HMEM_P2P_DISABLED => {
+                        ep.hmem_p2p.store(v, Ordering::Release)
+                    }
+                    FI_HMEM_P2P_REQUIRED => {
+                        crate::ox_log!(
+                            Warn,
+                            EpCtrl,
+                            super::NAME,
+                            "fi_setopt: FI_HMEM_P2P_REQUIRED cannot be met: oxshm copies through host memory"
+                        );
+                        return Err(Error::OPNOTSUPP);
+                    }
+                    other => {
+                        crate::ox_log!(
+                            Warn,
+                            EpCtrl,
+                            super::NAME,
+                            "fi_setopt: {other} is not an FI_HMEM_P2P_* value"
+                        );
+                        return Err(Error::INVAL);
+                    }
+                }
+            }
+            Opt::CudaApiPermitted => {
+                // SAFETY: read_opt checks the pointer and the length.
+                let v: u8 = unsafe { read_opt(optval, optlen, optname) }?;
+                // oxshm never calls a device API for data, so either is kept.
+                ep.cuda_api_permitted.store(v != 0, Ordering::Release);
+            }
+            Opt::SharedMemoryPermitted => {
+                // SAFETY: read_opt checks the pointer and the length.
+                let v: u8 = unsafe { read_opt(optval, optlen, optname) }?;
+                if v == 0 {
+                    crate::ox_log!(
+                        Warn,
+                        EpCtrl,
+                        super::NAME,
+                        "fi_setopt: oxshm is a shared-memory provider; it cannot run without shared memory"
+                    );
+                    return Err(Error::OPNOTSUPP);
+                }
+            }
+            Opt::Limit(l) => {
+                // SAFETY: read_opt checks the pointer and the length.
+                let v: usize = unsafe { read_opt(optval, optlen, optname) }?;
+                ep.refuse_if_enabled(&ep.lock(), "fi_setopt")?;
+                let max = ep.ceilings[l as usize];
+                if v > max {
+                    crate::ox_log!(
+                        Warn,
+                        EpCtrl,
+                        super::NAME,
+                        "fi_setopt: option {optname} value {v} exceeds oxshm's {max}"
+                    );
+                    return Err(Error::INVAL);
+                }
+                ep.limits[l as usize].store(v, Ordering::Release);
+            }
+        }
+        Ok(0)
+    })
+}
+
+unsafe extern "C" fn tx_ctx(
+    sep: *mut fid_ep,
+    _: c_int,
+    _: *mut fi_tx_attr,
+    _: *mut *mut fid_ep,
+    _: *mut c_void,
+) -> c_int {
+    ep_nosys(
+        sep as *const fid,
+        "fi_tx_context",
+        "oxshm has no scalable endpoints",
+    )
+}
+
+unsafe extern "C" fn rx_ctx(
+    sep: *mut fid_ep,
+    _: c_int,
+    _: *mut fi_rx_attr,
+    _: *mut *mut fid_ep,
+    _: *mut c_void,
+) -> c_int {
+    ep_nosys(
+        sep as *const fid,
+        "fi_rx_context",
+        "oxshm has no scalable endpoints",
+    )
+}
+
+/// Receive operations that can be posted without -FI_EAGAIN (deprecated).
+unsafe extern "C" fn rx_size_left(e: *mut fid_ep) -> ssize_t {
+    size_left(e, "fi_rx_size_left", true)
+}
+
+/// Transmit operations that can be posted without -FI_EAGAIN (deprecated).
+unsafe extern "C" fn tx_size_left(e: *mut fid_ep) -> ssize_t {
+    size_left(e, "fi_tx_size_left", false)
+}
+
+fn size_left(e: *mut fid_ep, call: &str, recv: bool) -> ssize_t {
+    slot_ssize(call, || {
+        // SAFETY: from_fid checks the object.
+        let ep = unsafe { from_fid::<Ep>(e as *const fid) }?;
+        if ep.enabled().is_none() {
+            crate::ox_log!(
+                Warn,
+                EpCtrl,
+                super::NAME,
+                "{call}: the endpoint is not enabled"
+            );
+            return Err(Error::OPBADSTATE);
+        }
+        // Nothing is queued yet: the whole queue is free.
+        Ok(if recv { ep.rx_size } else { ep.tx_size } as isize)
+    })
+}
+
+unsafe extern "C" fn export_xpu(e: *mut fid_ep, _: u64, _: *mut fid_xpu_ep) -> c_int {
+    ep_nosys(e as *const fid, "fi_export_xpu", "oxshm has no XPU support")
+}
+
+/// Validates the endpoint, logs why, and answers -FI_ENOSYS.
+fn ep_nosys(f: *const fid, call: &str, why: &str) -> c_int {
+    slot(call, || {
+        // SAFETY: from_fid checks the object.
+        unsafe { from_fid::<Ep>(f) }?;
+        crate::ox_log!(Warn, EpCtrl, super::NAME, "{call}: {why}");
+        Err(Error::NOSYS)
+    })
+}
+
+// ---------------------------------------------------------------------------
+// struct fi_ops_cm
+// ---------------------------------------------------------------------------
+
+/// Sets the endpoint's name before `fi_enable` (`addr` holds `addrlen`
+/// bytes of an oxshm address of this process; the NUL is optional).
+unsafe extern "C" fn setname(f: fid_t, addr: *mut c_void, addrlen: size_t) -> c_int {
+    slot("fi_setname", || {
+        // SAFETY: from_fid checks the object.
+        let ep = unsafe { from_fid::<Ep>(f) }?;
+        crate::capi::nonnull(addr, "fi_setname", "addr")?;
+        // SAFETY: addr holds addrlen readable bytes (fi_cm(3)).
+        let a = unsafe { address_from_c(addr, addrlen) }.map_err(|why| {
+            crate::ox_log!(
+                Warn,
+                EpCtrl,
+                super::NAME,
+                "fi_setname: not an oxshm address: {why}"
+            );
+            Error::INVAL
+        })?;
+        let mut st = ep.lock();
+        ep.refuse_if_enabled(&st, "fi_setname")?;
+        check_own(&a)?;
+        names::rename(st.name, a)?;
+        st.name = a;
+        Ok(0)
+    })
+}
+
+/// Copies the name with its NUL into `addr` (room for `*addrlen` bytes);
+/// `*addrlen` becomes the size needed. -FI_ETOOSMALL, with `*addrlen` set
+/// and `addr` untouched, when the buffer is short.
+unsafe extern "C" fn getname(f: fid_t, addr: *mut c_void, addrlen: *mut size_t) -> c_int {
+    slot("fi_getname", || {
+        // SAFETY: from_fid checks the object.
+        let ep = unsafe { from_fid::<Ep>(f) }?;
+        crate::capi::nonnull(addrlen, "fi_getname", "addrlen")?;
+        let name = ep.name().to_cstring();
+        // SAFETY: the caller's buffer (possibly empty) of *addrlen bytes.
+        unsafe {
+            copy_out(
+                name.as_bytes_with_nul(),
+                addr,
+                addrlen,
+                "fi_getname",
+                crate::log::Subsys::EpCtrl,
+            )
+        }
+    })
+}
+
+/// Copies `bytes` to a caller's `buf` of `*len` bytes: -FI_ETOOSMALL with
+/// `*len` set to the size needed when it does not fit (nothing copied),
+/// else the copy and `*len` = its size.
+///
+/// # Safety
+/// `len` is a valid `size_t *`; `buf` is NULL or holds `*len` writable bytes.
+pub(super) unsafe fn copy_out(
+    bytes: &[u8],
+    buf: *mut c_void,
+    len: *mut size_t,
+    call: &str,
+    subsys: crate::log::Subsys,
+) -> Result<i32> {
+    // SAFETY: per the function contract.
+    let have = unsafe { *len };
+    if have < bytes.len() {
+        // A size query is ordinary use, not an error: logged at info.
+        crate::log::emit(
+            super::NAME,
+            crate::log::Level::Info,
+            subsys,
+            call,
+            line!(),
+            format_args!("{} bytes needed, buffer holds {have}", bytes.len()),
+        );
+        // SAFETY: per the function contract.
+        unsafe { *len = bytes.len() };
+        return Err(Error::TOOSMALL);
+    }
+    crate::capi::nonnull(buf, call, "addr")?;
+    // SAFETY: buf holds have >= bytes.len() writable bytes.
+    unsafe {
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf as *mut u8, bytes.len());
+        *len = bytes.len();
+    }
+    Ok(0)
+}
+
+unsafe extern "C" fn getpeer(e: *mut fid_ep, _: *mut c_void, _: *mut size_t) -> c_int {
+    ep_nosys(
+        e as *const fid,
+        "fi_getpeer",
+        "RDM endpoints have no connected peer",
+    )
+}
+
+unsafe extern "C" fn connect(
+    e: *mut fid_ep,
+    _: *const c_void,
+    _: *const c_void,
+    _: size_t,
+) -> c_int {
+    ep_nosys(
+        e as *const fid,
+        "fi_connect",
+        "RDM endpoints do not connect",
+    )
+}
+
+unsafe extern "C" fn listen(_: *mut fid_pep) -> c_int {
+    crate::ox_log!(
+        Warn,
+        EpCtrl,
+        super::NAME,
+        "fi_listen: oxshm has no passive endpoints"
+    );
+    Error::NOSYS.code()
+}
+
+unsafe extern "C" fn accept(e: *mut fid_ep, _: *const c_void, _: size_t) -> c_int {
+    ep_nosys(e as *const fid, "fi_accept", "RDM endpoints do not connect")
+}
+
+unsafe extern "C" fn reject(_: *mut fid_pep, _: fid_t, _: *const c_void, _: size_t) -> c_int {
+    crate::ox_log!(
+        Warn,
+        EpCtrl,
+        super::NAME,
+        "fi_reject: oxshm has no passive endpoints"
+    );
+    Error::NOSYS.code()
+}
+
+unsafe extern "C" fn shutdown(e: *mut fid_ep, _: u64) -> c_int {
+    ep_nosys(
+        e as *const fid,
+        "fi_shutdown",
+        "RDM endpoints do not connect",
+    )
+}
+
+unsafe extern "C" fn join(
+    e: *mut fid_ep,
+    _: *const c_void,
+    _: u64,
+    _: *mut *mut fid_mc,
+    _: *mut c_void,
+) -> c_int {
+    ep_nosys(e as *const fid, "fi_join", "oxshm has no multicast")
+}
+
+// ---------------------------------------------------------------------------
+// Data-transfer tables: every slot -FI_ENOSYS until the data path
+// ---------------------------------------------------------------------------
+
+mod data {
+    use super::*;
+
+    /// Validates the endpoint and answers -FI_ENOSYS with the reason.
+    fn nosys(ep: *mut fid_ep, call: &str) -> isize {
+        slot_ssize(call, || {
+            // SAFETY: from_fid checks the object.
+            unsafe { from_fid::<Ep>(ep as *const fid) }?;
+            crate::ox_log!(
+                Warn,
+                EpData,
+                super::super::NAME,
+                "{call}: oxshm endpoints have no data transfers yet (FI_MSG, FI_TAGGED, FI_RMA, FI_ATOMIC and FI_COLLECTIVE are not offered)"
+            );
+            Err(Error::NOSYS)
+        })
+    }
+
+    /// `name = "fi_call" (argument types after the endpoint) -> return type;`
+    macro_rules! nosys_ops {
+        ($( $name:ident = $call:literal ( $($arg:ty),* ) -> $ret:ty; )+) => {
+            $(
+                unsafe extern "C" fn $name(ep: *mut fid_ep $(, _: $arg)*) -> $ret {
+                    nosys(ep, $call) as $ret
+                }
+            )+
+        };
+    }
+
+    type Addr = fi_addr_t;
+    type Ctx = *mut c_void;
+    type Desc = *mut c_void;
+    type Descs = *mut *mut c_void;
+    type Buf = *const c_void;
+    type MutBuf = *mut c_void;
+    type Dt = fi_datatype_raw;
+    type Op = fi_op_raw;
+    type Ioc = *const fi_ioc;
+    type MutIoc = *mut fi_ioc;
+
+    nosys_ops! {
+        msg_recv = "fi_recv" (MutBuf, size_t, Desc, Addr, Ctx) -> ssize_t;
+        msg_recvv = "fi_recvv" (*const iovec, Descs, size_t, Addr, Ctx) -> ssize_t;
+        msg_recvmsg = "fi_recvmsg" (*const fi_msg, u64) -> ssize_t;
+        msg_send = "fi_send" (Buf, size_t, Desc, Addr, Ctx) -> ssize_t;
+        msg_sendv = "fi_sendv" (*const iovec, Descs, size_t, Addr, Ctx) -> ssize_t;
+        msg_sendmsg = "fi_sendmsg" (*const fi_msg, u64) -> ssize_t;
+        msg_inject = "fi_inject" (Buf, size_t, Addr) -> ssize_t;
+        msg_senddata = "fi_senddata" (Buf, size_t, Desc, u64, Addr, Ctx) -> ssize_t;
+        msg_injectdata = "fi_injectdata" (Buf, size_t, u64, Addr) -> ssize_t;
+
+        rma_read = "fi_read" (MutBuf, size_t, Desc, Addr, u64, u64, Ctx) -> ssize_t;
+        rma_readv = "fi_readv" (*const iovec, Descs, size_t, Addr, u64, u64, Ctx) -> ssize_t;
+        rma_readmsg = "fi_readmsg" (*const fi_msg_rma, u64) -> ssize_t;
+        rma_write = "fi_write" (Buf, size_t, Desc, Addr, u64, u64, Ctx) -> ssize_t;
+        rma_writev = "fi_writev" (*const iovec, Descs, size_t, Addr, u64, u64, Ctx) -> ssize_t;
+        rma_writemsg = "fi_writemsg" (*const fi_msg_rma, u64) -> ssize_t;
+        rma_inject = "fi_inject_write" (Buf, size_t, Addr, u64, u64) -> ssize_t;
+        rma_writedata = "fi_writedata" (Buf, size_t, Desc, u64, Addr, u64, u64, Ctx) -> ssize_t;
+        rma_injectdata = "fi_inject_writedata" (Buf, size_t, u64, Addr, u64, u64) -> ssize_t;
+
+        tagged_recv = "fi_trecv" (MutBuf, size_t, Desc, Addr, u64, u64, Ctx) -> ssize_t;
+        tagged_recvv = "fi_trecvv" (*const iovec, Descs, size_t, Addr, u64, u64, Ctx) -> ssize_t;
+        tagged_recvmsg = "fi_trecvmsg" (*const fi_msg_tagged, u64) -> ssize_t;
+        tagged_send = "fi_tsend" (Buf, size_t, Desc, Addr, u64, Ctx) -> ssize_t;
+        tagged_sendv = "fi_tsendv" (*const iovec, Descs, size_t, Addr, u64, Ctx) -> ssize_t;
+        tagged_sendmsg = "fi_tsendmsg" (*const fi_msg_tagged, u64) -> ssize_t;
+        tagged_inject = "fi_tinject" (Buf, size_t, Addr, u64) -> ssize_t;
+        tagged_senddata = "fi_tsenddata" (Buf, size_t, Desc, u64, Addr, u64, Ctx) -> ssize_t;
+        tagged_injectdata = "fi_tinjectdata" (Buf, size_t, u64, Addr, u64) -> ssize_t;
+
+        atomic_write = "fi_atomic" (Buf, size_t, Desc, Addr, u64, u64, Dt, Op, Ctx) -> ssize_t;
+        atomic_writev = "fi_atomicv" (Ioc, Descs, size_t, Addr, u64, u64, Dt, Op, Ctx) -> ssize_t;
+        atomic_writemsg = "fi_atomicmsg" (*const fi_msg_atomic, u64) -> ssize_t;
+        atomic_inject = "fi_inject_atomic" (Buf, size_t, Addr, u64, u64, Dt, Op) -> ssize_t;
+        atomic_readwrite = "fi_fetch_atomic"
+            (Buf, size_t, Desc, MutBuf, Desc, Addr, u64, u64, Dt, Op, Ctx) -> ssize_t;
+        atomic_readwritev = "fi_fetch_atomicv"
+            (Ioc, Descs, size_t, MutIoc, Descs, size_t, Addr, u64, u64, Dt, Op, Ctx) -> ssize_t;
+        atomic_readwritemsg = "fi_fetch_atomicmsg"
+            (*const fi_msg_atomic, MutIoc, Descs, size_t, u64) -> ssize_t;
+        atomic_compwrite = "fi_compare_atomic"
+            (Buf, size_t, Desc, Buf, Desc, MutBuf, Desc, Addr, u64, u64, Dt, Op, Ctx) -> ssize_t;
+        atomic_compwritev = "fi_compare_atomicv"
+            (Ioc, Descs, size_t, Ioc, Descs, size_t, MutIoc, Descs, size_t, Addr, u64, u64, Dt, Op,
+             Ctx) -> ssize_t;
+        atomic_compwritemsg = "fi_compare_atomicmsg"
+            (*const fi_msg_atomic, Ioc, Descs, size_t, MutIoc, Descs, size_t, u64) -> ssize_t;
+        atomic_writevalid = "fi_atomicvalid" (Dt, Op, *mut size_t) -> c_int;
+        atomic_readwritevalid = "fi_fetch_atomicvalid" (Dt, Op, *mut size_t) -> c_int;
+        atomic_compwritevalid = "fi_compare_atomicvalid" (Dt, Op, *mut size_t) -> c_int;
+
+        coll_barrier = "fi_barrier" (Addr, Ctx) -> ssize_t;
+        coll_broadcast = "fi_broadcast" (MutBuf, size_t, Desc, Addr, Addr, Dt, u64, Ctx) -> ssize_t;
+        coll_alltoall = "fi_alltoall"
+            (Buf, size_t, Desc, MutBuf, Desc, Addr, Dt, u64, Ctx) -> ssize_t;
+        coll_allreduce = "fi_allreduce"
+            (Buf, size_t, Desc, MutBuf, Desc, Addr, Dt, Op, u64, Ctx) -> ssize_t;
+        coll_allgather = "fi_allgather"
+            (Buf, size_t, Desc, MutBuf, Desc, Addr, Dt, u64, Ctx) -> ssize_t;
+        coll_reduce_scatter = "fi_reduce_scatter"
+            (Buf, size_t, Desc, MutBuf, Desc, Addr, Dt, Op, u64, Ctx) -> ssize_t;
+        coll_reduce = "fi_reduce"
+            (Buf, size_t, Desc, MutBuf, Desc, Addr, Addr, Dt, Op, u64, Ctx) -> ssize_t;
+        coll_scatter = "fi_scatter"
+            (Buf, size_t, Desc, MutBuf, Desc, Addr, Addr, Dt, u64, Ctx) -> ssize_t;
+        coll_gather = "fi_gather"
+            (Buf, size_t, Desc, MutBuf, Desc, Addr, Addr, Dt, u64, Ctx) -> ssize_t;
+        coll_msg = "fi_collective_msg"
+            (*const fi_msg_collective, MutIoc, Descs, size_t, u64) -> ssize_t;
+        coll_barrier2 = "fi_barrier2" (Addr, u64, Ctx) -> ssize_t;
+    }
+
+    pub static OPS_MSG: fi_ops_msg = fi_ops_msg {
+        size: std::mem::size_of::<fi_ops_msg>(),
+        recv: Some(msg_recv),
+        recvv: Some(msg_recvv),
+        recvmsg: Some(msg_recvmsg),
+        send: Some(msg_send),
+        sendv: Some(msg_sendv),
+        sendmsg: Some(msg_sendmsg),
+        inject: Some(msg_inject),
+        senddata: Some(msg_senddata),
+        injectdata: Some(msg_injectdata),
+    };
+
+    pub static OPS_RMA: fi_ops_rma = fi_ops_rma {
+        size: std::mem::size_of::<fi_ops_rma>(),
+        read: Some(rma_read),
+        readv: Some(rma_readv),
+        readmsg: Some(rma_readmsg),
+        write: Some(rma_write),
+        writev: Some(rma_writev),
+        writemsg: Some(rma_writemsg),
+        inject: Some(rma_inject),
+        writedata: Some(rma_writedata),
+        injectdata: Some(rma_injectdata),
+    };
+
+    pub static OPS_TAGGED: fi_ops_tagged = fi_ops_tagged {
+        size: std::mem::size_of::<fi_ops_tagged>(),
+        recv: Some(tagged_recv),
+        recvv: Some(tagged_recvv),
+        recvmsg: Some(tagged_recvmsg),
+        send: Some(tagged_send),
+        sendv: Some(tagged_sendv),
+        sendmsg: Some(tagged_sendmsg),
+        inject: Some(tagged_inject),
+        senddata: Some(tagged_senddata),
+        injectdata: Some(tagged_injectdata),
+    };
+
+    pub static OPS_ATOMIC: fi_ops_atomic = fi_ops_atomic {
+        size: std::mem::size_of::<fi_ops_atomic>(),
+        write: Some(atomic_write),
+        writev: Some(atomic_writev),
+        writemsg: Some(atomic_writemsg),
+        inject: Some(atomic_inject),
+        readwrite: Some(atomic_readwrite),
+        readwritev: Some(atomic_readwritev),
+        readwritemsg: Some(atomic_readwritemsg),
+        compwrite: Some(atomic_compwrite),
+        compwritev: Some(atomic_compwritev),
+        compwritemsg: Some(atomic_compwritemsg),
+        writevalid: Some(atomic_writevalid),
+        readwritevalid: Some(atomic_readwritevalid),
+        compwritevalid: Some(atomic_compwritevalid),
+    };
+
+    pub static OPS_COLLECTIVE: fi_ops_collective = fi_ops_collective {
+        size: std::mem::size_of::<fi_ops_collective>(),
+        barrier: Some(coll_barrier),
+        broadcast: Some(coll_broadcast),
+        alltoall: Some(coll_alltoall),
+        allreduce: Some(coll_allreduce),
+        allgather: Some(coll_allgather),
+        reduce_scatter: Some(coll_reduce_scatter),
+        reduce: Some(coll_reduce),
+        scatter: Some(coll_scatter),
+        gather: Some(coll_gather),
+        msg: Some(coll_msg),
+        barrier2: Some(coll_barrier2),
+    };
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+    use crate::abi::domain::{fi_av_attr, fid_av};
+    use crate::prov::info::{FabricAttr, API_VERSION};
+    use std::ptr::{null, null_mut};
+
+    /// An oxshm fabric and domain, closed on drop when nothing is left open.
+    pub struct Res {
+        pub fabric: *mut fid_fabric,
+        pub domain: *mut fid_domain,
+    }
+
+    impl Res {
+        pub fn new() -> Res {
+            let attr = FabricAttr {
+                name: None,
+                prov_name: None,
+                prov_version: 0,
+                api_version: API_VERSION,
+            };
+            let fabric = super::super::fabric::open(&attr, null_mut()).unwrap();
+            // SAFETY: fabric was just opened by oxshm.
+            let fab =
+                unsafe { from_fid::<super::super::fabric::Fabric>(fabric as *const fid) }.unwrap();
+            // SAFETY: a zeroed fi_info (no attributes) is valid input.
+            let info: fi_info = unsafe { std::mem::zeroed() };
+            // SAFETY: info is a valid fi_info.
+            let domain = unsafe { super::super::domain::open(fab, &info, null_mut()) }.unwrap();
+            Res { fabric, domain }
+        }
+
+        pub fn domain(&self) -> &Domain {
+            // SAFETY: the live domain opened by new.
+            unsafe { from_fid::<Domain>(self.domain as *const fid) }.unwrap()
+        }
+
+        /// An AV of `kind` (an fi_av_type value).
+        pub fn av(&self, kind: fi_av_type) -> *mut fid_av {
+            // SAFETY: all-zero is a valid fi_av_attr.
+            let mut a: fi_av_attr = unsafe { std::mem::zeroed() };
+            a.r#type = kind as u32;
+            let mut av = null_mut();
+            // SAFETY: valid arguments.
+            let rc = unsafe { super::super::av::open(self.domain, &mut a, &mut av, null_mut()) };
+            assert_eq!(rc, 0);
+            av
+        }
+
+        /// An endpoint opened with `info` (zeroed: defaults).
+        pub fn ep_with(&self, info: &mut fi_info) -> std::result::Result<*mut fid_ep, c_int> {
+            let mut ep = null_mut();
+            // SAFETY: valid arguments.
+            let rc = unsafe { endpoint(self.domain, info, &mut ep, null_mut()) };
+            if rc == 0 {
+                Ok(ep)
+            } else {
+                Err(rc)
+            }
+        }
+
+        pub fn ep(&self) -> *mut fid_ep {
+            // SAFETY: all-zero is a valid fi_info.
+            let mut info: fi_info = unsafe { std::mem::zeroed() };
+            self.ep_with(&mut info).unwrap()
+        }
+    }
+
+    impl Drop for Res {
+        fn drop(&mut self) {
+            // SAFETY: oxshm objects opened by new.
+            unsafe {
+                close_fid(self.domain as *mut fid);
+                close_fid(self.fabric as *mut fid);
+            }
+        }
+    }
+
+    /// fi_close through the object's own table.
+    ///
+    /// # Safety
+    /// `f` is a live object of this provider.
+    pub unsafe fn close_fid(f: *mut fid) -> c_int {
+        // SAFETY: per the function contract.
+        unsafe { ((*(*f).ops).close.unwrap())(f) }
+    }
+
+    fn as_fid<T>(p: *mut T) -> *mut fid {
+        p as *mut fid
+    }
+
+    fn ep_ref<'a>(e: *mut fid_ep) -> &'a Ep {
+        // SAFETY: test endpoints are live oxshm endpoints.
+        unsafe { ep_from_fid(e as *const fid) }.unwrap()
+    }
+
+    const EINVAL: c_int = -libc::EINVAL;
+
+    #[test]
+    fn address_text_round_trips() {
+        let a = Address {
+            pid: 4242,
+            ep_id: 7,
+            nonce: 0x0123_4567_89ab_cdef,
+        };
+        let s = a.to_string();
+        assert_eq!(s, "fi_oxshm://4242/7/0123456789abcdef");
+        assert_eq!(Address::parse(&s), Ok(a));
+        assert_eq!(a.segment_name(), "/oxshm-4242-7-0123456789abcdef");
+        let widest = Address {
+            pid: i32::MAX as u32,
+            ep_id: u32::MAX,
+            nonce: u64::MAX,
+        };
+        assert_eq!(widest.to_string().len(), 49);
+        assert!(widest.to_cstring().as_bytes_with_nul().len() <= ADDR_MAX);
+        assert_eq!(Address::parse(&widest.to_string()), Ok(widest));
+    }
+
+    #[test]
+    fn only_the_canonical_spelling_parses() {
+        for bad in [
+            "",
+            "fi_oxshm://",
+            "fi_shm://1/2/0123456789abcdef",
+            "FI_OXSHM://1/2/0123456789abcdef",
+            "fi_oxshm://1/2",
+            "fi_oxshm://1/2/0123456789abcdef/",
+            "fi_oxshm://0/2/0123456789abcdef",
+            "fi_oxshm://01/2/0123456789abcdef",
+            "fi_oxshm://+1/2/0123456789abcdef",
+            "fi_oxshm://2147483648/2/0123456789abcdef",
+            "fi_oxshm://1/02/0123456789abcdef",
+            "fi_oxshm://1/4294967296/0123456789abcdef",
+            "fi_oxshm://1/2/0123456789ABCDEF",
+            "fi_oxshm://1/2/0123456789abcde",
+            "fi_oxshm://1/2/0123456789abcdef0",
+            "fi_oxshm://1/2/0x23456789abcdef",
+            "fi_oxshm://1/-2/0123456789abcdef",
+        ] {
+            assert!(Address::parse(bad).is_err(), "{bad:?} parsed");
+        }
+        assert!(Address::parse("fi_oxshm://1/0/0000000000000000").is_ok());
+    }
+
+    #[test]
+    fn addresses_from_c_stop_at_the_nul_and_the_limit() {
+        let text = b"fi_oxshm://1/2/0123456789abcdef\0garbage";
+        // SAFETY: the buffer holds text.len() bytes.
+        let a = unsafe { address_from_c(text.as_ptr() as *const c_void, text.len()) }.unwrap();
+        assert_eq!((a.pid, a.ep_id), (1, 2));
+        // Without its NUL, when the length is exact.
+        // SAFETY: as above.
+        assert!(unsafe { address_from_c(text.as_ptr() as *const c_void, 31) }.is_ok());
+        let long = [b'x'; 200];
+        // SAFETY: the buffer holds 200 bytes.
+        assert!(unsafe { address_from_c(long.as_ptr() as *const c_void, 200) }.is_err());
+        // SAFETY: NULL is refused before any read.
+        assert!(unsafe { address_from_c(null(), 10) }.is_err());
+    }
+
+    #[test]
+    fn names_are_unique_and_released() {
+        let a = names::fresh();
+        let b = names::fresh();
+        assert_ne!(a, b);
+        assert_eq!(a.pid, std::process::id());
+        assert_eq!(names::claim(a), Err(Error::ADDRINUSE));
+        assert_eq!(names::rename(a, b), Err(Error::ADDRINUSE));
+        let c = Address {
+            ep_id: u32::MAX - 3,
+            ..a
+        };
+        names::rename(a, c).unwrap();
+        names::claim(a).unwrap();
+        for n in [a, b, c] {
+            names::release(n);
+        }
+        names::claim(b).unwrap();
+        names::release(b);
+    }
+
+    #[test]
+    fn cq_and_counter_flags() {
+        assert_eq!(cq_roles(FI_TRANSMIT).unwrap(), vec![Role::Cq(0)]);
+        assert_eq!(
+            cq_roles(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION).unwrap(),
+            vec![Role::Cq(0), Role::Cq(1)]
+        );
+        assert_eq!(cq_roles(0), Err(Error::BADFLAGS));
+        assert_eq!(cq_roles(FI_SELECTIVE_COMPLETION), Err(Error::BADFLAGS));
+        assert_eq!(cq_roles(FI_TRANSMIT | FI_READ), Err(Error::BADFLAGS));
+        assert_eq!(
+            cntr_roles(0, FI_SEND | FI_WRITE).unwrap(),
+            vec![Role::Cntr(0), Role::Cntr(3)]
+        );
+        assert_eq!(cntr_roles(0, 0), Err(Error::BADFLAGS));
+        assert_eq!(cntr_roles(0, FI_SEND | FI_TAGGED), Err(Error::BADFLAGS));
+        assert_eq!(cntr_roles(0, FI_REMOTE_WRITE), Err(Error::INVAL));
+        assert_eq!(
+            cntr_roles(FI_RMA_EVENT, FI_REMOTE_READ | FI_REMOTE_WRITE).unwrap(),
+            vec![Role::Cntr(4), Role::Cntr(5)]
+        );
+    }
+
+    #[test]
+    fn attach_fills_each_role_once_and_holds() {
+        let r = Res::new();
+        let av = r.av(fi_av_type::FI_AV_TABLE);
+        // SAFETY: a live oxshm AV.
+        let obj = unsafe { from_fid::<Av>(av as *const fid) }.unwrap();
+        let mut b = Bindings::default();
+        attach(&mut b, &[Role::Cq(0), Role::Cntr(2)], obj, 7).unwrap();
+        assert_eq!(obj.hdr.refs(), 2);
+        assert_eq!(b.cq[0].unwrap().flags, 7);
+        assert!(b.cq[0].unwrap().get::<Av>().is_some());
+        assert!(b.cq[0].unwrap().get::<Eq>().is_none());
+        // One role taken: nothing changes.
+        assert_eq!(
+            attach(&mut b, &[Role::Cq(1), Role::Cq(0)], obj, 0),
+            Err(Error::INVAL)
+        );
+        assert!(b.cq[1].is_none());
+        assert_eq!(obj.hdr.refs(), 2);
+        // SAFETY: a live AV, held: its close is refused.
+        assert_eq!(unsafe { close_fid(as_fid(av)) }, -libc::EBUSY);
+        for x in b.all() {
+            x.release();
+        }
+        // SAFETY: released; the AV closes.
+        assert_eq!(unsafe { close_fid(as_fid(av)) }, 0);
+    }
+
+    #[test]
+    fn lifecycle_bind_enable_close_order() {
+        let r = Res::new();
+        let ep = r.ep();
+        let av = r.av(fi_av_type::FI_AV_TABLE);
+        let e = ep_ref(ep);
+        // SAFETY: live objects throughout; slots called as C would.
+        unsafe {
+            assert_eq!((*ep).fid.fclass, FI_CLASS_EP as usize);
+            assert_eq!(control(as_fid(ep), FI_ENABLE, null_mut()), -(Error::NOAV.0));
+            assert!(e.enabled().is_none());
+            // Wrong objects and flags.
+            assert_eq!(bind(as_fid(ep), null_mut(), 0), EINVAL);
+            assert_eq!(bind(as_fid(ep), r.domain as *mut fid, 0), EINVAL);
+            assert_eq!(bind(as_fid(ep), as_fid(av), FI_RECV), -(Error::BADFLAGS.0));
+            assert_eq!(bind(as_fid(ep), as_fid(av), 0), 0);
+            assert_eq!(bind(as_fid(ep), as_fid(av), 0), EINVAL);
+            // The domain and the AV are held.
+            assert_eq!(close_fid(r.domain as *mut fid), -libc::EBUSY);
+            assert_eq!(close_fid(as_fid(av)), -libc::EBUSY);
+            assert_eq!(control(as_fid(ep), FI_ENABLE, null_mut()), 0);
+            assert_eq!(control(as_fid(ep), FI_ENABLE, null_mut()), 0);
+            let en = e.enabled().unwrap();
+            assert!(en.bindings.av().is_some());
+            assert_eq!(en.name, e.name());
+            let av2 = r.av(fi_av_type::FI_AV_MAP);
+            assert_eq!(bind(as_fid(ep), as_fid(av2), 0), -(Error::OPBADSTATE.0));
+            assert_eq!(close_fid(as_fid(av2)), 0);
+            // A bound MR keeps the endpoint open.
+            e.hold_mr();
+            assert_eq!(close_fid(as_fid(ep)), -libc::EBUSY);
+            e.release_mr();
+            assert_eq!(close_fid(as_fid(ep)), 0);
+            assert_eq!(close_fid(as_fid(ep)), EINVAL);
+            assert_eq!(close_fid(as_fid(av)), 0);
+        }
+    }
+
+    #[test]
+    fn an_av_of_another_domain_is_refused() {
+        let r1 = Res::new();
+        let r2 = Res::new();
+        let ep = r1.ep();
+        let av = r2.av(fi_av_type::FI_AV_TABLE);
+        // SAFETY: live objects.
+        unsafe {
+            assert_eq!(bind(as_fid(ep), as_fid(av), 0), -(Error::DOMAIN.0));
+            assert_eq!(close_fid(as_fid(av)), 0);
+            assert_eq!(close_fid(as_fid(ep)), 0);
+        }
+    }
+
+    #[test]
+    fn cqs_and_counters_bind_by_direction_and_event() {
+        use crate::abi::eq::{fi_cntr_attr, fi_cq_attr, fi_cq_format, fi_wait_obj};
+        let r = Res::new();
+        let ep = r.ep();
+        // SAFETY: all-zero attributes are valid; objects are live throughout.
+        unsafe {
+            let mut ca: fi_cq_attr = std::mem::zeroed();
+            ca.format = fi_cq_format::FI_CQ_FORMAT_CONTEXT as u32;
+            ca.wait_obj = fi_wait_obj::FI_WAIT_NONE as u32;
+            let (mut cq1, mut cq2) = (null_mut(), null_mut());
+            assert_eq!(
+                super::super::cq::open(r.domain, &mut ca, &mut cq1, null_mut()),
+                0
+            );
+            assert_eq!(
+                super::super::cq::open(r.domain, &mut ca, &mut cq2, null_mut()),
+                0
+            );
+            let mut na: fi_cntr_attr = std::mem::zeroed();
+            na.wait_obj = fi_wait_obj::FI_WAIT_NONE as u32;
+            let mut cntr = null_mut();
+            assert_eq!(
+                super::super::cntr::open(r.domain, &mut na, &mut cntr, null_mut()),
+                0
+            );
+            let f = as_fid(ep);
+            assert_eq!(
+                bind(f, as_fid(cq1), FI_TRANSMIT | FI_SELECTIVE_COMPLETION),
+                0
+            );
+            assert_eq!(bind(f, as_fid(cq2), FI_TRANSMIT), EINVAL);
+            assert_eq!(bind(f, as_fid(cq2), 0), -(Error::BADFLAGS.0));
+            assert_eq!(bind(f, as_fid(cq2), FI_RECV), 0);
+            assert_eq!(bind(f, as_fid(cntr), FI_REMOTE_WRITE), EINVAL);
+            assert_eq!(bind(f, as_fid(cntr), FI_SEND | FI_READ), 0);
+            assert_eq!(bind(f, as_fid(cntr), FI_SEND), EINVAL);
+            // Held while bound.
+            assert_eq!(close_fid(as_fid(cq1)), -libc::EBUSY);
+            assert_eq!(close_fid(as_fid(cntr)), -libc::EBUSY);
+            let av = r.av(fi_av_type::FI_AV_TABLE);
+            assert_eq!(bind(f, as_fid(av), 0), 0);
+            assert_eq!(control(f, FI_ENABLE, null_mut()), 0);
+            let b = &ep_ref(ep).enabled().unwrap().bindings;
+            assert!(b.cq(false).is_some() && b.cq(true).is_some());
+            assert_eq!(
+                b.cq[0].unwrap().flags,
+                FI_TRANSMIT | FI_SELECTIVE_COMPLETION
+            );
+            assert!(b.cntr(0).is_some() && b.cntr(2).is_some() && b.cntr(1).is_none());
+            assert_eq!(close_fid(f), 0);
+            for o in [as_fid(cq1), as_fid(cq2), as_fid(cntr), as_fid(av)] {
+                assert_eq!(close_fid(o), 0);
+            }
+        }
+    }
+
+    #[test]
+    fn names_get_and_set() {
+        let r = Res::new();
+        let ep = r.ep();
+        let other = r.ep();
+        let mut buf = [0u8; ADDR_MAX];
+        // SAFETY: live endpoints; buffers as the sizes say.
+        unsafe {
+            let mut len = 0usize;
+            assert_eq!(
+                getname(as_fid(ep), null_mut(), &mut len),
+                -(Error::TOOSMALL.0)
+            );
+            let name = ep_ref(ep).name().to_cstring();
+            assert_eq!(len, name.as_bytes_with_nul().len());
+            let mut short = len - 1;
+            buf[0] = b'#';
+            assert_eq!(
+                getname(as_fid(ep), buf.as_mut_ptr() as *mut c_void, &mut short),
+                -(Error::TOOSMALL.0)
+            );
+            assert_eq!(buf[0], b'#');
+            let mut len = buf.len();
+            assert_eq!(
+                getname(as_fid(ep), buf.as_mut_ptr() as *mut c_void, &mut len),
+                0
+            );
+            assert_eq!(&buf[..len], name.as_bytes_with_nul());
+            assert_eq!(
+                getname(as_fid(ep), buf.as_mut_ptr() as *mut c_void, null_mut()),
+                EINVAL
+            );
+
+            let mine = Address {
+                ep_id: 0x7fff_0001,
+                ..ep_ref(ep).name()
+            };
+            let text = mine.to_cstring();
+            let set =
+                |e: *mut fid_ep, t: &[u8]| setname(as_fid(e), t.as_ptr() as *mut c_void, t.len());
+            assert_eq!(set(ep, b"fi_oxshm://nonsense"), EINVAL);
+            let foreign = Address {
+                pid: if mine.pid == 1 { 2 } else { 1 },
+                ..mine
+            };
+            assert_eq!(set(ep, foreign.to_cstring().as_bytes()), EINVAL);
+            assert_eq!(set(ep, text.as_bytes()), 0);
+            assert_eq!(ep_ref(ep).name(), mine);
+            // Taken by `ep` now.
+            assert_eq!(set(other, text.as_bytes_with_nul()), -libc::EADDRINUSE);
+            assert_eq!(set(ep, text.as_bytes_with_nul()), 0);
+            assert_eq!(setname(as_fid(ep), null_mut(), 10), EINVAL);
+            let av = r.av(fi_av_type::FI_AV_TABLE);
+            assert_eq!(bind(as_fid(ep), as_fid(av), 0), 0);
+            assert_eq!(control(as_fid(ep), FI_ENABLE, null_mut()), 0);
+            assert_eq!(set(ep, text.as_bytes()), -(Error::OPBADSTATE.0));
+            assert_eq!(getpeer(ep, null_mut(), null_mut()), -libc::ENOSYS);
+            assert_eq!(close_fid(as_fid(ep)), 0);
+            // The name is free again.
+            assert_eq!(set(other, text.as_bytes()), 0);
+            assert_eq!(close_fid(as_fid(other)), 0);
+            assert_eq!(close_fid(as_fid(av)), 0);
+        }
+    }
+
+    #[test]
+    fn info_is_checked() {
+        let r = Res::new();
+        // SAFETY: all-zero structs are valid attributes; the two attribute
+        // structs are only reached through these raw pointers, freed below.
+        let mut info: fi_info = unsafe { std::mem::zeroed() };
+        let ep_attr: *mut fi_ep_attr = Box::into_raw(Box::new(unsafe { std::mem::zeroed() }));
+        let tx: *mut fi_tx_attr = Box::into_raw(Box::new(unsafe { std::mem::zeroed() }));
+        info.ep_attr = ep_attr;
+        info.tx_attr = tx;
+        let refused = |info: &mut fi_info| r.ep_with(info).err();
+        // SAFETY: ep_attr and tx are the live boxes above.
+        unsafe {
+            (*ep_attr).r#type = fi_ep_type::FI_EP_MSG as u32;
+            assert_eq!(refused(&mut info), Some(-libc::ENODATA));
+            (*ep_attr).r#type = fi_ep_type::FI_EP_RDM as u32;
+            info.caps = FI_MSG;
+            assert_eq!(refused(&mut info), Some(-libc::ENODATA));
+            info.caps = FI_LOCAL_COMM;
+            info.addr_format = FI_SOCKADDR_IN as u32;
+            assert_eq!(refused(&mut info), Some(-libc::ENODATA));
+            info.addr_format = FI_ADDR_STR as u32;
+            (*ep_attr).tx_ctx_cnt = FI_SHARED_CONTEXT;
+            assert_eq!(refused(&mut info), Some(-libc::ENODATA));
+            (*ep_attr).tx_ctx_cnt = 1;
+            (*tx).op_flags = FI_MULTI_RECV;
+            assert_eq!(refused(&mut info), Some(-(Error::BADFLAGS.0)));
+            (*tx).op_flags = FI_COMPLETION;
+            (*tx).size = 1 << 30;
+            assert_eq!(refused(&mut info), Some(-libc::ENODATA));
+            (*tx).size = 16;
+        }
+        // A name given through src_addr.
+        let mine = names::fresh();
+        names::release(mine);
+        let text = mine.to_cstring();
+        info.src_addr = text.as_ptr() as *mut c_void;
+        info.src_addrlen = text.as_bytes_with_nul().len();
+        let ep = r.ep_with(&mut info).unwrap();
+        let e = ep_ref(ep);
+        assert_eq!(e.name(), mine);
+        assert_eq!((e.tx_size, e.caps), (16, FI_LOCAL_COMM));
+        assert_eq!(e.op_flags(false), FI_COMPLETION);
+        // The same src_addr again: in use.
+        assert_eq!(r.ep_with(&mut info).err(), Some(-libc::EADDRINUSE));
+        // SAFETY: bad arguments are refused; ep is live.
+        unsafe {
+            let mut out = null_mut();
+            assert_eq!(
+                endpoint2(r.domain, &mut info, &mut out, 1, null_mut()),
+                -(Error::BADFLAGS.0)
+            );
+            assert_eq!(endpoint(r.domain, null_mut(), &mut out, null_mut()), EINVAL);
+            assert_eq!(
+                endpoint(r.domain, &mut info, null_mut(), null_mut()),
+                EINVAL
+            );
+            assert_eq!(
+                endpoint(null_mut(), &mut info, &mut out, null_mut()),
+                EINVAL
+            );
+            assert!(out.is_null());
+            assert_eq!(close_fid(as_fid(ep)), 0);
+            drop(Box::from_raw(ep_attr));
+            drop(Box::from_raw(tx));
+        }
+    }
+
+    #[test]
+    fn operation_flags() {
+        let r = Res::new();
+        let ep = r.ep();
+        let ctl = |cmd: c_int, v: &mut u64| {
+            // SAFETY: a live endpoint; v is a uint64_t.
+            unsafe { control(as_fid(ep), cmd, v as *mut u64 as *mut c_void) }
+        };
+        let mut v = FI_TRANSMIT | FI_INJECT | FI_COMPLETION;
+        assert_eq!(ctl(FI_SETOPSFLAG, &mut v), 0);
+        let mut v = FI_TRANSMIT;
+        assert_eq!(ctl(FI_GETOPSFLAG, &mut v), 0);
+        assert_eq!(v, FI_INJECT | FI_COMPLETION);
+        let mut v = FI_RECV;
+        assert_eq!(ctl(FI_GETOPSFLAG, &mut v), 0);
+        assert_eq!(v, 0);
+        let mut v = FI_RECV | FI_INJECT;
+        assert_eq!(ctl(FI_SETOPSFLAG, &mut v), -(Error::BADFLAGS.0));
+        let mut v = FI_RECV | FI_TRANSMIT;
+        assert_eq!(ctl(FI_GETOPSFLAG, &mut v), EINVAL);
+        let mut v = 0;
+        assert_eq!(ctl(FI_SETOPSFLAG, &mut v), EINVAL);
+        let mut v = 0;
+        assert_eq!(ctl(FI_ALIAS, &mut v), -libc::ENOSYS);
+        // SAFETY: NULL arguments are refused; the endpoint is live.
+        unsafe {
+            assert_eq!(control(as_fid(ep), FI_GETOPSFLAG, null_mut()), EINVAL);
+            assert_eq!(close_fid(as_fid(ep)), 0);
+        }
+    }
+
+    #[test]
+    fn options() {
+        let r = Res::new();
+        let ep = r.ep();
+        let f = as_fid(ep);
+        // SAFETY: a live endpoint; each value has the size passed.
+        unsafe {
+            let mut v: usize = 0;
+            let mut len = std::mem::size_of::<usize>();
+            let pv = &mut v as *mut usize as *mut c_void;
+            assert_eq!(
+                getopt(f, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, pv, &mut len),
+                0
+            );
+            assert_eq!(v, DEFAULT_MIN_MULTI_RECV);
+            let want: usize = 100;
+            let pw = &want as *const usize as *const c_void;
+            assert_eq!(setopt(f, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, pw, 8), 0);
+            assert_eq!(
+                getopt(f, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, pv, &mut len),
+                0
+            );
+            assert_eq!(v, 100);
+            assert_eq!(
+                setopt(f, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, pw, 4),
+                EINVAL
+            );
+            assert_eq!(
+                setopt(f, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, null(), 8),
+                EINVAL
+            );
+            let mut small = 4usize;
+            assert_eq!(
+                getopt(f, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, pv, &mut small),
+                -(Error::TOOSMALL.0)
+            );
+            assert_eq!(small, 8);
+            assert_eq!(
+                getopt(f, FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE, pv, &mut len),
+                0
+            );
+            assert_eq!(v, 0);
+            assert_eq!(
+                setopt(f, FI_OPT_ENDPOINT, FI_OPT_CM_DATA_SIZE, pw, 8),
+                -libc::EOPNOTSUPP
+            );
+            assert_eq!(
+                getopt(f, 1, FI_OPT_MIN_MULTI_RECV, pv, &mut len),
+                -libc::ENOPROTOOPT
+            );
+            assert_eq!(
+                getopt(f, FI_OPT_ENDPOINT, 9999, pv, &mut len),
+                -libc::ENOPROTOOPT
+            );
+            assert_eq!(
+                getopt(f, FI_OPT_ENDPOINT, FI_OPT_BUFFERED_LIMIT, pv, &mut len),
+                -libc::ENOPROTOOPT
+            );
+            // P2P: an int.
+            let mut p: c_int = -1;
+            let mut plen = std::mem::size_of::<c_int>();
+            let pp = &mut p as *mut c_int as *mut c_void;
+            assert_eq!(
+                getopt(f, FI_OPT_ENDPOINT, FI_OPT_FI_HMEM_P2P, pp, &mut plen),
+                0
+            );
+            assert_eq!(p, FI_HMEM_P2P_ENABLED);
+            for (val, rc) in [
+                (FI_HMEM_P2P_DISABLED, 0),
+                (FI_HMEM_P2P_REQUIRED, -libc::EOPNOTSUPP),
+                (77, EINVAL),
+            ] {
+                let q = &val as *const c_int as *const c_void;
+                assert_eq!(setopt(f, FI_OPT_ENDPOINT, FI_OPT_FI_HMEM_P2P, q, 4), rc);
+            }
+            assert_eq!(
+                getopt(f, FI_OPT_ENDPOINT, FI_OPT_FI_HMEM_P2P, pp, &mut plen),
+                0
+            );
+            assert_eq!(p, FI_HMEM_P2P_DISABLED);
+            assert_eq!(
+                getopt(f, FI_OPT_ENDPOINT, FI_OPT_XPU_TRIGGER, pv, &mut len),
+                -libc::EOPNOTSUPP
+            );
+            let no = false;
+            let pn = &no as *const bool as *const c_void;
+            assert_eq!(
+                setopt(f, FI_OPT_ENDPOINT, FI_OPT_CUDA_API_PERMITTED, pn, 1),
+                0
+            );
+            assert_eq!(
+                setopt(f, FI_OPT_ENDPOINT, FI_OPT_SHARED_MEMORY_PERMITTED, pn, 1),
+                -libc::EOPNOTSUPP
+            );
+            // Size limits may be lowered, not raised, before fi_enable.
+            assert_eq!(
+                getopt(f, FI_OPT_ENDPOINT, FI_OPT_MAX_MSG_SIZE, pv, &mut len),
+                0
+            );
+            assert_eq!(v, 1 << 30);
+            let big: usize = (1 << 30) + 1;
+            let pb = &big as *const usize as *const c_void;
+            assert_eq!(
+                setopt(f, FI_OPT_ENDPOINT, FI_OPT_MAX_RMA_SIZE, pb, 8),
+                EINVAL
+            );
+            assert_eq!(setopt(f, FI_OPT_ENDPOINT, FI_OPT_MAX_RMA_SIZE, pw, 8), 0);
+            assert_eq!(ep_ref(ep).limit(Limit::MaxRma), 100);
+            assert_eq!(ep_ref(ep).limit(Limit::MaxMsg), 1 << 30);
+            assert_eq!(
+                getopt(f, FI_OPT_ENDPOINT, FI_OPT_INJECT_MSG_SIZE, pv, &mut len),
+                0
+            );
+            assert_eq!(v, 0);
+            let av = r.av(fi_av_type::FI_AV_TABLE);
+            assert_eq!(bind(f, as_fid(av), 0), 0);
+            assert_eq!(control(f, FI_ENABLE, null_mut()), 0);
+            assert_eq!(
+                setopt(f, FI_OPT_ENDPOINT, FI_OPT_MAX_RMA_SIZE, pw, 8),
+                -(Error::OPBADSTATE.0)
+            );
+            assert_eq!(close_fid(f), 0);
+            assert_eq!(close_fid(as_fid(av)), 0);
+        }
+    }
+
+    #[test]
+    fn queue_space_and_unsupported_slots() {
+        let r = Res::new();
+        let ep = r.ep();
+        // SAFETY: a live endpoint; the data slots read no argument.
+        unsafe {
+            assert_eq!(tx_size_left(ep), -(Error::OPBADSTATE.0) as isize);
+            let av = r.av(fi_av_type::FI_AV_TABLE);
+            assert_eq!(bind(as_fid(ep), as_fid(av), 0), 0);
+            assert_eq!(control(as_fid(ep), FI_ENABLE, null_mut()), 0);
+            assert_eq!(tx_size_left(ep), 1024);
+            assert_eq!(rx_size_left(ep), 1024);
+            assert_eq!(cancel(as_fid(ep), null_mut()), 0);
+            assert_eq!(cancel(null_mut(), null_mut()), EINVAL as isize);
+            let msg = &*(*ep).msg;
+            assert_eq!(
+                msg.send.unwrap()(ep, null(), 0, null_mut(), 0, null_mut()),
+                -libc::ENOSYS as isize
+            );
+            assert_eq!(
+                msg.send.unwrap()(null_mut(), null(), 0, null_mut(), 0, null_mut()),
+                EINVAL as isize
+            );
+            let rma = &*(*ep).rma;
+            assert_eq!(
+                rma.write.unwrap()(ep, null(), 0, null_mut(), 0, 0, 0, null_mut()),
+                -libc::ENOSYS as isize
+            );
+            let atomic = &*(*ep).atomic;
+            assert_eq!(
+                atomic.writevalid.unwrap()(ep, 0, 0, null_mut()),
+                -libc::ENOSYS
+            );
+            let coll = &*(*ep).collective;
+            assert_eq!(
+                coll.barrier.unwrap()(ep, 0, null_mut()),
+                -libc::ENOSYS as isize
+            );
+            let tagged = &*(*ep).tagged;
+            assert_eq!(
+                tagged.inject.unwrap()(ep, null(), 0, 0, 0),
+                -libc::ENOSYS as isize
+            );
+            assert_eq!(
+                tx_ctx(ep, 0, null_mut(), null_mut(), null_mut()),
+                -libc::ENOSYS
+            );
+            assert_eq!(export_xpu(ep, 0, null_mut()), -libc::ENOSYS);
+            let cm = &*(*ep).cm;
+            assert_eq!(cm.connect.unwrap()(ep, null(), null(), 0), -libc::ENOSYS);
+            assert_eq!(close_fid(as_fid(ep)), 0);
+            assert_eq!(close_fid(as_fid(av)), 0);
+        }
+    }
+
+    #[test]
+    fn every_table_slot_is_set() {
+        // A NULL slot would crash a C caller: check each table word by word.
+        fn all_set<T>(t: &T, words: usize) -> bool {
+            // SAFETY: T is an ops table: size_t then `words` fn pointers.
+            let p = t as *const T as *const usize;
+            (1..=words).all(|i| unsafe { *p.add(i) } != 0)
+        }
+        let w = |n: usize| n / std::mem::size_of::<usize>() - 1;
+        assert!(all_set(&FI_OPS, w(std::mem::size_of::<fi_ops>())));
+        assert!(all_set(&OPS_EP, w(std::mem::size_of::<fi_ops_ep>())));
+        assert!(all_set(&OPS_CM, w(std::mem::size_of::<fi_ops_cm>())));
+        assert!(all_set(
+            &data::OPS_MSG,
+            w(std::mem::size_of::<fi_ops_msg>())
+        ));
+        assert!(all_set(
+            &data::OPS_RMA,
+            w(std::mem::size_of::<fi_ops_rma>())
+        ));
+        assert!(all_set(
+            &data::OPS_TAGGED,
+            w(std::mem::size_of::<fi_ops_tagged>())
+        ));
+        assert!(all_set(
+            &data::OPS_ATOMIC,
+            w(std::mem::size_of::<fi_ops_atomic>())
+        ));
+        assert!(all_set(
+            &data::OPS_COLLECTIVE,
+            w(std::mem::size_of::<fi_ops_collective>())
+        ));
+    }
+}
