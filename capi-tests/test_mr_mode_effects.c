@@ -7,6 +7,7 @@
  */
 #include "test.h"
 
+#include <rdma/fi_endpoint.h>
 #include <sys/mman.h>
 
 #define SENTINEL ((struct fid_mr *)(uintptr_t)0x5e5e5e50)
@@ -247,6 +248,52 @@ static int rma_event_close_disabled(void)
 	return test_close(&r);
 }
 
+/* FI_MR_ENDPOINT with a real endpoint: bind, enable, no binding after
+ * enable, and the MR must close before its endpoint. */
+static int endpoint_bind_real(void)
+{
+	struct test_res r;
+	struct fid_mr *mr = NULL;
+	struct fid_ep *ep = NULL;
+	CHECK_OK(open_mode(&r, FI_MR_ENDPOINT));
+	CHECK_OK(fi_endpoint(r.domain, r.info, &ep, NULL));
+	CHECK_OK(fi_mr_reg(r.domain, buf[0], 64, FI_REMOTE_READ, 0, 1, 0, &mr, NULL));
+	CHECK_RC(fi_mr_enable(mr), -FI_EOPBADSTATE);
+	CHECK_RC(fi_mr_bind(mr, &ep->fid, FI_REMOTE_WRITE), -FI_EINVAL);
+	CHECK_OK(fi_mr_bind(mr, &ep->fid, 0));
+	CHECK_OK(fi_mr_enable(mr));
+	CHECK_RC(fi_mr_bind(mr, &ep->fid, 0), -FI_EOPBADSTATE);
+	/* MR before endpoint. */
+	CHECK_RC(fi_close(&ep->fid), -FI_EBUSY);
+	CHECK_OK(fi_close(&mr->fid));
+	CHECK_OK(fi_close(&ep->fid));
+	return test_close(&r);
+}
+
+/* FI_MR_RMA_EVENT with a real counter: bound with FI_REMOTE_WRITE before
+ * fi_mr_enable; the counter cannot close while an MR is bound to it. */
+static int rma_event_counter_real(void)
+{
+	struct test_res r;
+	struct fid_mr *mr = NULL;
+	struct fid_cntr *cntr = NULL;
+	struct fi_cntr_attr ca;
+	memset(&ca, 0, sizeof(ca));
+	ca.events = FI_CNTR_EVENTS_COMP;
+	ca.wait_obj = FI_WAIT_NONE;
+	CHECK_OK(open_mode(&r, FI_MR_RMA_EVENT));
+	CHECK_OK(fi_cntr_open(r.domain, &ca, &cntr, NULL));
+	CHECK_OK(fi_mr_reg(r.domain, buf[0], 64, FI_REMOTE_WRITE, 0, 1, FI_RMA_EVENT, &mr, NULL));
+	CHECK_RC(fi_mr_bind(mr, &cntr->fid, 0), -FI_EINVAL);
+	CHECK_OK(fi_mr_bind(mr, &cntr->fid, FI_REMOTE_WRITE));
+	CHECK_OK(fi_mr_enable(mr));
+	CHECK_RC(fi_mr_bind(mr, &cntr->fid, FI_REMOTE_WRITE), -FI_EOPBADSTATE);
+	CHECK_RC(fi_close(&cntr->fid), -FI_EBUSY);
+	CHECK_OK(fi_close(&mr->fid));
+	CHECK_OK(fi_close(&cntr->fid));
+	return test_close(&r);
+}
+
 /* Both bits: an endpoint is still needed before enabling. */
 static int endpoint_and_rma_event(void)
 {
@@ -295,6 +342,8 @@ static const struct test_case cases[] = {
 	CASE(unallocated_unbacked_registers),
 	CASE_ENV(virt_addr_base, ENV_MODE("FI_MR_VIRT_ADDR")),
 	CASE_ENV(endpoint_created_disabled, ENV_MODE("FI_MR_ENDPOINT")),
+	CASE_ENV(endpoint_bind_real, ENV_MODE("FI_MR_ENDPOINT")),
+	CASE_ENV(rma_event_counter_real, ENV_MODE("FI_MR_RMA_EVENT")),
 	CASE_ENV(rma_event_enable, ENV_MODE("FI_MR_RMA_EVENT")),
 	CASE_ENV(rma_event_close_disabled, ENV_MODE("FI_MR_RMA_EVENT")),
 	CASE_ENV(endpoint_and_rma_event, ENV_MODE("FI_MR_ENDPOINT|FI_MR_RMA_EVENT")),
