@@ -560,8 +560,23 @@ static int cntr_getwait_none(void)
 	return cntr_close(&c);
 }
 
+/* fi_trywait takes CQs and counters as well as EQs. */
+static int trywait_cq_cntr(void)
+{
+	struct cq_res c;
+	struct fid_cntr *cntr = NULL;
+	struct fi_cntr_attr ca = cntr_attr(FI_WAIT_FD);
+	CHECK_OK(cq_open(&c, FI_WAIT_FD));
+	CHECK_OK(fi_cntr_open(c.r.domain, &ca, &cntr, NULL));
+	struct fid *fids[2] = { &c.cq->fid, &cntr->fid };
+	CHECK_OK(fi_trywait(c.r.fabric, fids, 2));
+	CHECK_OK(fi_close(&cntr->fid));
+	return cq_close(&c);
+}
+
 static const struct test_case cases[] = {
 	CASE(cq_open_close),
+	CASE(trywait_cq_cntr),
 	CASE(cq_open_null_args),
 	CASE(cq_bad_attrs),
 	CASE(cq_read_empty),

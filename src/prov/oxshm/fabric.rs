@@ -187,9 +187,20 @@ unsafe extern "C" fn trywait(fabric: *mut fid_fabric, fids: *mut *mut fid, count
         for i in 0..count as usize {
             // SAFETY: fids holds `count` object pointers (fi_trywait(3)).
             let f = unsafe { *fids.add(i) };
-            // SAFETY: from_fid checks the object.
-            let q = unsafe { from_fid::<eq::Eq>(f) }?;
-            if q.has_entries() {
+            crate::capi::nonnull(f, "fi_trywait", "fid")?;
+            // SAFETY: f is non-NULL and starts with a struct fid; from_fid
+            // checks the object of the class it claims.
+            let busy = match unsafe { (*f).fclass } as c_int {
+                c if c == FI_CLASS_CQ as c_int => {
+                    unsafe { from_fid::<super::cq::Cq>(f) }?.has_entries()
+                }
+                c if c == FI_CLASS_CNTR as c_int => {
+                    unsafe { from_fid::<super::cntr::Cntr>(f) }?;
+                    false
+                }
+                _ => unsafe { from_fid::<eq::Eq>(f) }?.has_entries(),
+            };
+            if busy {
                 return Err(Error::AGAIN);
             }
         }
