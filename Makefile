@@ -15,7 +15,8 @@ LIB := $(BUILD)/libfabric.so.1
 CFLAGS_TEST := -Wall -Wextra -Werror -g -O1
 
 .PHONY: all lib headers headers-check install run test test-rust test-c test-exports \
-	test-upstream-bin test-install test-layout lint deps bench clean
+	test-upstream-bin test-install test-layout lint deps bench clean \
+	fuzz fuzz-smoke stress
 
 all: lib
 
@@ -104,6 +105,70 @@ test-upstream-bin: deps lib
 
 test-install: lib
 	bash capi-tests/install.sh
+
+# ----------------------------------------------------------------- fuzz ----
+
+# fuzz/fuzz_mr.c, a libFuzzer target (clang, ASan, UBSan) driving fi_mr(3)
+# on oxshm domains, linked to its own copy of libfabric.so.1: the same
+# sources built into target/fuzz with SanitizerCoverage (stable rustc's
+# sancov-module pass), so that coverage inside the Rust code guides the
+# fuzzer. FUZZ_INSTRUMENT=0 builds that copy without coverage.
+# `make fuzz-smoke`: ~25 s, fixed seed and -runs bound, every mode.
+# `make fuzz`: FUZZ_SECONDS in all across the modes (fuzz/run.sh).
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 300
+FUZZ_INSTRUMENT ?= 1
+FUZZ_BUILD := $(BUILD)/fuzz
+FUZZ_TRIPLE := $(shell rustc -vV 2>/dev/null | sed -n 's/^host: //p')
+FUZZ_TARGET_DIR := target/fuzz$(if $(filter 1,$(FUZZ_INSTRUMENT)),,-plain)
+FUZZ_STATICLIB := $(FUZZ_TARGET_DIR)/$(FUZZ_TRIPLE)/release/liboxfabric.a
+# Which of the two copies build/fuzz holds: switching relinks.
+FUZZ_STAMP := $(FUZZ_BUILD)/.instrument-$(FUZZ_INSTRUMENT)
+FUZZ_LIB := $(FUZZ_BUILD)/libfabric.so.1
+FUZZ_BIN := $(FUZZ_BUILD)/fuzz_mr
+FUZZ_RUSTFLAGS := -C passes=sancov-module -C llvm-args=-sanitizer-coverage-level=3 \
+	-C llvm-args=-sanitizer-coverage-inline-8bit-counters \
+	-C llvm-args=-sanitizer-coverage-pc-table \
+	-C llvm-args=-sanitizer-coverage-trace-compares
+
+# --target keeps RUSTFLAGS off build scripts and proc macros (they would
+# not link without the fuzzer runtime).
+$(FUZZ_STATICLIB): FORCE
+	RUSTFLAGS="$(if $(filter 1,$(FUZZ_INSTRUMENT)),$(FUZZ_RUSTFLAGS))" \
+		$(CARGO) build --release --features symver --lib \
+		--target $(FUZZ_TRIPLE) --target-dir $(FUZZ_TARGET_DIR)
+
+$(FUZZ_STAMP):
+	@mkdir -p $(FUZZ_BUILD)
+	@rm -f $(FUZZ_BUILD)/.instrument-*
+	@touch $@
+
+# As $(LIB), less -z defs: the coverage hooks (__sanitizer_cov_*) are
+# undefined here and resolved from the fuzzer executable at load time.
+$(FUZZ_LIB): $(FUZZ_STATICLIB) $(FUZZ_STAMP) fabric.map src/capi/variadic.c
+	@mkdir -p $(FUZZ_BUILD)
+	$(CC) -shared -fPIC -O2 -o $@ src/capi/variadic.c \
+		-Wl,--whole-archive $(FUZZ_STATICLIB) -Wl,--no-whole-archive \
+		-Wl,--version-script=fabric.map -Wl,-soname,libfabric.so.1 \
+		-Wl,--gc-sections -lpthread -ldl -lm -lgcc_s -lc
+
+$(FUZZ_BIN): fuzz/fuzz_mr.c $(FUZZ_LIB)
+	@bash fuzz/deps.sh $(FUZZ_CC)
+	$(FUZZ_CC) -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+		-std=c11 -Wall -Wextra -Werror -g -O1 -Iinclude -o $@ $< \
+		-L$(FUZZ_BUILD) -l:libfabric.so.1 -Wl,-rpath,$(abspath $(FUZZ_BUILD)) -rdynamic
+
+fuzz-smoke: $(FUZZ_BIN)
+	bash fuzz/run.sh smoke
+
+fuzz: $(FUZZ_BIN)
+	bash fuzz/run.sh long $(FUZZ_SECONDS)
+
+# Concurrency (src/mr/stress.rs): writers registering and closing while
+# verifiers check keys, with OX_STRESS_N registrations per test.
+STRESS_N ?= 5000000
+stress:
+	OX_STRESS_N=$(STRESS_N) $(CARGO) test --release --lib mr::stress -- --nocapture
 
 # Registration against Debian's libfabric shm in the same run (C), then the
 # engine's verification path (criterion).
