@@ -80,7 +80,7 @@ $(UPSTREAM)/.done:
 	bash ../shared/tools/upstream-libfabric.sh $(UPSTREAM) | tail -2
 	@touch $@
 
-test: deps headers-check lint test-rust test-layout test-c test-exports test-upstream-bin test-install
+test: deps headers-check lint test-rust test-layout test-c test-exports test-upstream-bin test-install fuzz-smoke
 	@echo "make test: all suites passed"
 
 lint:

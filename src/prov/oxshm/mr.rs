@@ -71,10 +71,6 @@ pub struct MrPool {
     chunks: Box<[OnceLock<Chunk>]>,
 }
 
-fn chunk_layout() -> std::alloc::Layout {
-    std::alloc::Layout::from_size_align(CHUNK_BYTES, CHUNK_BYTES).expect("chunk layout")
-}
-
 impl MrPool {
     pub fn new(max_regions: usize) -> MrPool {
         let n = max_regions.div_ceil(PER_CHUNK);
@@ -90,11 +86,8 @@ impl MrPool {
         let chunk = match cell.get() {
             Some(ch) => ch,
             None => {
-                // Zeroed memory is a closed MR (fclass FI_CLASS_UNSPEC);
-                // fresh zeroed pages cost nothing until used.
-                // SAFETY: a non-zero-sized layout.
-                let p = unsafe { std::alloc::alloc_zeroed(chunk_layout()) };
-                let Some(p) = std::ptr::NonNull::new(p) else {
+                // Zeroed memory is a closed MR (fclass FI_CLASS_UNSPEC).
+                let Some(p) = map_chunk() else {
                     crate::ox_log!(Warn, Mr, super::NAME, "out of memory for MR objects");
                     return Err(Error::NOMEM);
                 };
@@ -102,8 +95,7 @@ impl MrPool {
                 unsafe { (*(p.as_ptr() as *mut ChunkHead)).domain = d };
                 if let Err(Chunk(lost)) = cell.set(Chunk(p)) {
                     // Another thread won the race; keep its chunk.
-                    // SAFETY: `lost` came from alloc_zeroed with this layout.
-                    unsafe { std::alloc::dealloc(lost.as_ptr(), chunk_layout()) };
+                    unmap_chunk(lost);
                 }
                 cell.get().expect("chunk just set")
             }
@@ -122,12 +114,48 @@ impl Drop for MrPool {
     fn drop(&mut self) {
         for c in self.chunks.iter_mut() {
             if let Some(Chunk(p)) = c.take() {
-                // SAFETY: allocated by `get` with this layout; the domain
-                // (and so every MR in it) is gone.
-                unsafe { std::alloc::dealloc(p.as_ptr(), chunk_layout()) };
+                unmap_chunk(p);
             }
         }
     }
+}
+
+/// A fresh chunk: anonymous zero pages (no memory is used until an MR is
+/// written there), aligned to CHUNK_BYTES by trimming a double-size mapping.
+fn map_chunk() -> Option<std::ptr::NonNull<u8>> {
+    let len = 2 * CHUNK_BYTES;
+    // SAFETY: an anonymous private mapping; the result is checked.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return None;
+    }
+    let start = p as usize;
+    let aligned = (start + CHUNK_BYTES - 1) & !(CHUNK_BYTES - 1);
+    let end = aligned + CHUNK_BYTES;
+    // SAFETY: unmapping the parts of our own mapping outside the chunk.
+    unsafe {
+        if aligned > start {
+            libc::munmap(start as *mut c_void, aligned - start);
+        }
+        if start + len > end {
+            libc::munmap(end as *mut c_void, start + len - end);
+        }
+    }
+    std::ptr::NonNull::new(aligned as *mut u8)
+}
+
+fn unmap_chunk(p: std::ptr::NonNull<u8>) {
+    // SAFETY: a chunk from map_chunk, no longer referenced.
+    unsafe { libc::munmap(p.as_ptr() as *mut c_void, CHUNK_BYTES) };
 }
 
 /// Checks that `p` is a live oxshm MR.
