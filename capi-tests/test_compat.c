@@ -261,12 +261,37 @@ static int dupinfo_1_0_reads_short_info(void)
 	return 0;
 }
 
+/*
+ * A 1.0 program opens a domain with its own 1.0-sized structures (through
+ * fi_fabric@FABRIC_1.0, so the fabric runs at API 1.0): fi_domain reads
+ * nothing past them.
+ */
+typedef int (*fabric_fn)(struct fi_fabric_attr *, struct fid_fabric **, void *);
+
+static int domain_open_1_0_structs(void)
+{
+	fabric_fn fab10 = (fabric_fn)dlvsym(RTLD_DEFAULT, "fi_fabric", "FABRIC_1.0");
+	CHECK(fab10 != NULL);
+	struct guarded_info g;
+	struct fi_info *info = guarded_hints(&g, &layout_1_0);
+	info->domain_attr->mr_mode = 2; /* FI_MR_SCALABLE, the 1.0 default */
+	struct fid_fabric *fab = NULL;
+	struct fid_domain *dom = NULL;
+	CHECK_OK(fab10(info->fabric_attr, &fab, NULL));
+	CHECK_OK(fi_domain(fab, info, &dom, NULL));
+	CHECK_OK(fi_close(&dom->fid));
+	CHECK_OK(fi_close(&fab->fid));
+	guarded_free(&g);
+	return 0;
+}
+
 static const struct test_case cases[] = {
 	CASE(old_api_versions),
 	CASE(legacy_mr_mode_before_1_5),
 	CASE(old_version_opens_objects),
 	CASE(every_compat_node),
 	CASE(guard_page_1_0),
+	CASE(domain_open_1_0_structs),
 #ifdef HDR_NODE
 	CASE(guard_page_headers_layout),
 #endif

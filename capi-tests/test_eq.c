@@ -340,6 +340,53 @@ static int wait_none_read(void)
 	return eq_close(&e);
 }
 
+/* A program of API 1.0-1.4 passes the old, 40-byte fi_eq_err_entry (no
+ * err_data_size): fi_eq_readerr must not write past it. */
+struct old_err_entry {
+	fid_t fid;
+	void *context;
+	uint64_t data;
+	int err;
+	int prov_errno;
+	void *err_data;
+};
+
+static int readerr_old_api_layout(void)
+{
+	struct fi_info *hints = test_hints(), *info = NULL;
+	struct fid_fabric *fab = NULL;
+	struct fid_eq *eq = NULL;
+	struct fi_eq_attr a;
+	struct fi_eq_err_entry in;
+	static char detail[8] = "detail";
+	struct {
+		struct old_err_entry e;
+		uint64_t canary;
+	} out;
+	CHECK_OK(fi_getinfo(FI_VERSION(1, 4), NULL, NULL, 0, hints, &info));
+	fi_freeinfo(hints);
+	CHECK_OK(fi_fabric(info->fabric_attr, &fab, NULL));
+	memset(&a, 0, sizeof(a));
+	a.flags = FI_WRITE;
+	a.wait_obj = FI_WAIT_UNSPEC;
+	CHECK_OK(fi_eq_open(fab, &a, &eq, NULL));
+	memset(&in, 0, sizeof(in));
+	in.err = FI_EIO;
+	in.err_data = detail;
+	in.err_data_size = sizeof(detail);
+	CHECK_RC(fi_eq_write(eq, FI_NOTIFY, &in, sizeof(in), OXSHM_EQ_ERR), sizeof(in));
+	memset(&out, 0, sizeof(out));
+	out.canary = 0x1111111111111111ULL;
+	CHECK_RC(fi_eq_readerr(eq, (struct fi_eq_err_entry *)&out.e, 0), sizeof(out.e));
+	CHECK(out.canary == 0x1111111111111111ULL);
+	CHECK(out.e.err == FI_EIO);
+	CHECK(out.e.err_data && memcmp(out.e.err_data, "detail", 6) == 0);
+	CHECK_OK(fi_close(&eq->fid));
+	CHECK_OK(fi_close(&fab->fid));
+	fi_freeinfo(info);
+	return 0;
+}
+
 static const struct test_case cases[] = {
 	CASE(open_close),
 	CASE(open_null_args),
@@ -349,6 +396,7 @@ static const struct test_case cases[] = {
 	CASE(read_peek),
 	CASE(readerr_empty),
 	CASE(readerr_entry),
+	CASE(readerr_old_api_layout),
 	CASE(write_needs_fi_write),
 	CASE(queue_full),
 	CASE(getwait_fd),

@@ -532,6 +532,14 @@ impl Registry {
     /// (or being closed by another thread); `BUSY` while it has live
     /// sub-regions. On error nothing changes.
     pub fn close(&self, h: &Handle) -> Result<()> {
+        self.close_with(h, || {})
+    }
+
+    /// As [`Registry::close`], running `teardown` once the region is closed
+    /// but before its slot can be handed to another registration: the
+    /// caller's per-slot state (a provider's MR object) is still its own
+    /// there.
+    pub fn close_with(&self, h: &Handle, teardown: impl FnOnce()) -> Result<()> {
         let slot = self.slot(h.slot).ok_or(Error::INVAL)?;
         // One CAS takes the slot from readers, unless sub-regions live
         // (they count in `seq`, so none can be added meanwhile).
@@ -567,6 +575,7 @@ impl Registry {
         }
         let c = &self.counters;
         c.closes.fetch_add(1, Ordering::Relaxed);
+        teardown();
         self.slots.push(h.slot);
         Ok(())
     }

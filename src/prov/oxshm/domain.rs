@@ -125,30 +125,48 @@ pub unsafe fn open(
     let (mut mr_mode, iov_limit) = if attr.is_null() {
         (0, super::info::MR_IOV_LIMIT)
     } else {
-        // SAFETY: a non-NULL domain_attr of a valid fi_info.
-        let a = unsafe { &*attr };
-        if !a.name.is_null() {
+        // Fields the caller's API version did not have are not read: the
+        // domain caps, mode and auth key arrived in 1.5, mr_iov_limit with
+        // them (as in the ABI 1.1 layout).
+        let v15 = fab.api_version >= crate::prov::info::version(1, 5);
+        // SAFETY: a non-NULL domain_attr of a valid fi_info. Each field is
+        // read through the raw pointer (no reference to the whole struct),
+        // and only if the caller's API version has it.
+        let (name, mr_mode) = unsafe { ((*attr).name, (*attr).mr_mode) };
+        if !name.is_null() {
             // SAFETY: name is a NUL-terminated string.
-            let name = unsafe { std::ffi::CStr::from_ptr(a.name) }.to_string_lossy();
+            let name = unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy();
             if name != super::NAME {
                 crate::ox_log!(Warn, Domain, super::NAME, "no domain named {name}");
                 return Err(Error::NODATA);
             }
         }
-        hmem |= a.caps & FI_HMEM != 0;
-        if a.auth_key_size == FI_AV_AUTH_KEY {
-            av_auth_key = true;
-        } else if a.auth_key_size > 0 && !a.auth_key.is_null() {
-            // SAFETY: auth_key holds auth_key_size bytes (fi_domain(3)).
-            auth_key =
-                Some(unsafe { std::slice::from_raw_parts(a.auth_key, a.auth_key_size) }.to_vec());
-        }
-        let limit = if a.mr_iov_limit == 0 {
-            super::info::MR_IOV_LIMIT
+        if !v15 {
+            (mr_mode, super::info::MR_IOV_LIMIT)
         } else {
-            a.mr_iov_limit.min(super::info::MR_IOV_LIMIT)
-        };
-        (a.mr_mode, limit)
+            // SAFETY: these fields exist from API 1.5.
+            let (dcaps, key, key_size, iov_limit) = unsafe {
+                (
+                    (*attr).caps,
+                    (*attr).auth_key,
+                    (*attr).auth_key_size,
+                    (*attr).mr_iov_limit,
+                )
+            };
+            hmem |= dcaps & FI_HMEM != 0;
+            if key_size == FI_AV_AUTH_KEY {
+                av_auth_key = true;
+            } else if key_size > 0 && !key.is_null() {
+                // SAFETY: auth_key holds auth_key_size bytes (fi_domain(3)).
+                auth_key = Some(unsafe { std::slice::from_raw_parts(key, key_size) }.to_vec());
+            }
+            let limit = if iov_limit == 0 {
+                super::info::MR_IOV_LIMIT
+            } else {
+                iov_limit.min(super::info::MR_IOV_LIMIT)
+            };
+            (mr_mode, limit)
+        }
     };
     // The legacy modes spelled out; the FI_LOCAL_MR mode bit stands for
     // FI_MR_LOCAL with either.

@@ -423,37 +423,52 @@ unsafe extern "C" fn readerr(eq: *mut fid_eq, buf: *mut fi_eq_err_entry, flags: 
         let Some(head) = g.errors.front() else {
             return Err(Error::AGAIN);
         };
-        // SAFETY: buf points to a writable fi_eq_err_entry (fi_eq_readerr(3));
-        // a caller-supplied err_data buffer holds err_data_size bytes.
+        // Before API 1.5 the entry ends at err_data: no err_data_size, and
+        // err_data is always the provider's buffer.
+        // SAFETY: the fabric outlives its EQs.
+        let old_abi = unsafe { (*q.fabric).api_version } < crate::prov::info::version(1, 5);
+        let written = if old_abi {
+            std::mem::offset_of!(fi_eq_err_entry, err_data_size)
+        } else {
+            std::mem::size_of::<fi_eq_err_entry>()
+        };
+        // SAFETY: buf points to a writable fi_eq_err_entry of the caller's
+        // API version (fi_eq_readerr(3)); from 1.5, a caller-supplied
+        // err_data buffer holds err_data_size bytes.
         unsafe {
-            let out = &mut *buf;
-            let user_buf = out.err_data;
-            let user_len = out.err_data_size;
-            out.fid = head.fid;
-            out.context = head.context;
-            out.data = head.data;
-            out.err = head.err;
-            out.prov_errno = head.prov_errno;
+            let out = buf;
+            let (user_buf, user_len) = if old_abi {
+                (std::ptr::null_mut(), 0)
+            } else {
+                ((*out).err_data, (*out).err_data_size)
+            };
+            (*out).fid = head.fid;
+            (*out).context = head.context;
+            (*out).data = head.data;
+            (*out).err = head.err;
+            (*out).prov_errno = head.prov_errno;
             if !user_buf.is_null() && user_len > 0 {
                 let n = user_len.min(head.err_data.len());
                 std::ptr::copy_nonoverlapping(head.err_data.as_ptr(), user_buf as *mut u8, n);
-                out.err_data_size = n;
+                (*out).err_data_size = n;
             } else {
                 let data = head.err_data.clone();
                 g.last_err_data = data;
-                out.err_data = if g.last_err_data.is_empty() {
+                (*out).err_data = if g.last_err_data.is_empty() {
                     std::ptr::null_mut()
                 } else {
                     g.last_err_data.as_mut_ptr() as *mut c_void
                 };
-                out.err_data_size = g.last_err_data.len();
+                if !old_abi {
+                    (*out).err_data_size = g.last_err_data.len();
+                }
             }
         }
         if !peek {
             g.errors.pop_front();
             q.sync_signal(&mut g);
         }
-        Ok(std::mem::size_of::<fi_eq_err_entry>() as isize)
+        Ok(written as isize)
     })
 }
 

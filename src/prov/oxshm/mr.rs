@@ -558,29 +558,34 @@ unsafe extern "C" fn close(f: *mut fid) -> c_int {
         // SAFETY: mr_from_fid checks the object.
         let mr = unsafe { mr_from_fid(f) }?;
         let d = mr.domain();
-        let h = mr.handle()?;
-        // The engine arbitrates concurrent closes, and refuses while
-        // sub-regions of this one are live.
-        d.registry.close(&h).inspect_err(|e| {
-            if *e == Error::BUSY {
-                crate::ox_log!(
-                    Warn,
-                    Mr,
-                    super::NAME,
-                    "cannot close MR 0x{:x}: sub-regions of it are still open",
-                    mr.key
-                );
-            }
-        })?;
-        release_bindings(d, mr.key);
-        // SAFETY: this thread just closed the slot, so the entry is ours;
-        // the pool keeps it readable for stale pointers.
-        unsafe {
-            std::ptr::write_volatile(
-                &mut (*(f as *mut Mr)).fid.fid.fclass,
-                FI_CLASS_UNSPEC as usize,
-            )
-        };
+        let key = mr.key;
+        let h = d.registry.handle(key)?;
+        // The engine arbitrates concurrent closes and refuses while
+        // sub-regions of this one are live. The teardown runs while the slot
+        // (and so this pool entry) is still ours: once the engine frees the
+        // slot, another thread may register into it.
+        d.registry
+            .close_with(&h, || {
+                release_bindings(d, key);
+                // SAFETY: this thread owns the closed slot's entry; the pool
+                // keeps it readable for stale pointers.
+                unsafe {
+                    std::ptr::write_volatile(
+                        &mut (*(f as *mut Mr)).fid.fid.fclass,
+                        FI_CLASS_UNSPEC as usize,
+                    )
+                };
+            })
+            .inspect_err(|e| {
+                if *e == Error::BUSY {
+                    crate::ox_log!(
+                        Warn,
+                        Mr,
+                        super::NAME,
+                        "cannot close MR 0x{key:x}: sub-regions of it are still open"
+                    );
+                }
+            })?;
         Ok(0)
     })
 }
