@@ -1438,7 +1438,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 1:
 		da->auth_key = NULL;
 		da->auth_key_size = FI_AV_AUTH_KEY;
-		s.av_auth = 1;
+		/* Domain auth keys exist from API 1.5; older callers' are not read. */
+		s.av_auth = s.api >= FI_VERSION(1, 5);
 		break;
 	case 2: {
 		size_t n = 1 + d2 % 64;
@@ -1461,7 +1462,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	       : mode == OX_MR_SCALABLE ? 0 : mode;
 	static const size_t limits[] = { 0, 1, 2, 4, 1023, 1024, 5000, 0 };
 	da->mr_iov_limit = (d0 & 0x20) ? limits[d2 % 8] : saved_limit;
-	s.iov_limit = da->mr_iov_limit == 0 ? 1024
+	/* The domain's mr_iov_limit is read from API 1.5 (the ABI 1.1 field). */
+	s.iov_limit = (da->mr_iov_limit == 0 || s.api < FI_VERSION(1, 5)) ? 1024
 		      : da->mr_iov_limit < 1024 ? da->mr_iov_limit : 1024;
 
 	int rc = fi_domain(s.fab, info, &s.dom, &s);
