@@ -741,8 +741,12 @@ static void do_register(struct st *s, int kind)
 	q.offset = (U8(r) % 16 == 0) ? U64(r) : 0;
 	q.key = gen_key(s);
 	q.flags = gen_flags(r);
+	/* FI_MR_DMABUF says the union holds a dmabuf pointer: set it exactly
+	 * when one is passed (anything else is undefined by fi_mr(3)). */
 	if (q.dmabuf)
 		q.flags |= FI_MR_DMABUF;
+	else if (kind == 0)
+		q.flags &= ~FI_MR_DMABUF;
 	q.ctx = (U8(r) & 1) ? (void *)&s->ctxvals[U8(r) % 8]
 			    : (void *)(uintptr_t)U64(r);
 	q.base_rec = -1;
