@@ -9,7 +9,7 @@
 use super::index::Index;
 use super::iov::{IovPool, MAX_IOVS};
 use super::key::{splitmix, KeyCodec};
-use super::region::{Access, Bindings, Handle, RegFlags, RegionInfo, Request};
+use super::region::{Bindings, Handle, RegFlags, RegionInfo, Request};
 use super::slot::*;
 use crate::error::{Error, Result};
 use std::collections::HashMap;
@@ -82,7 +82,6 @@ struct Counters {
     closes: AtomicU64,
     failures: AtomicU64,
     denied: AtomicU64,
-    legacy_keys: AtomicU64,
 }
 
 /// A consistent copy of a slot's words.
@@ -156,18 +155,6 @@ pub(crate) fn covered(m: &[(u64, u64)], s: u64, e: u64) -> bool {
 }
 
 impl Registry {
-    /// A registry for keys of `key_size` bytes that honours requested keys
-    /// (the shape of the first engine's API; see [`Registry::insert_requested`]).
-    pub fn new(key_size: usize, secret: u64) -> Registry {
-        Registry::with_config(Config {
-            key_size: key_size.clamp(1, 8),
-            prov_keys: false,
-            secret: Some(secret),
-            ..Config::default()
-        })
-        .expect("a clamped key size is valid")
-    }
-
     /// A registry; `Error::INVAL` for a key size outside 1..=8 or an iov
     /// limit outside 1..=[`MAX_IOVS`].
     pub fn with_config(cfg: Config) -> Result<Registry> {
@@ -708,51 +695,6 @@ impl Registry {
 
     pub(crate) fn count_denied(&self) {
         self.counters.denied.fetch_add(1, Ordering::Relaxed);
-    }
-
-    // ---- The first engine's API, kept for the oxshm glue until it moves
-    // onto handles. Each key stands for a placeholder region (disabled, no
-    // access, one byte at address 0), so keys obey the same rules.
-
-    /// Reserves an application-requested key: `NOKEY` if it is in use,
-    /// `KEYREJECTED` if it is FI_KEY_NOTAVAIL or too large (or this is a
-    /// provider-key registry).
-    pub fn insert_requested(&self, key: u64) -> Result<()> {
-        if self.index.is_none() {
-            return Err(Error::KEYREJECTED);
-        }
-        let iov = [(0u64, 1u64)];
-        let mut req = Request::new(&iov, Access::empty());
-        req.flags = RegFlags::DISABLED;
-        req.requested_key = key;
-        self.register(&req).map(|_| ())
-    }
-
-    /// Issues a fresh key: unpredictable, unique among live keys.
-    /// `KEY_NOTAVAIL` if the registry is full.
-    pub fn insert_provider(&self) -> u64 {
-        let iov = [(0u64, 1u64)];
-        let mut req = Request::new(&iov, Access::empty());
-        req.flags = RegFlags::DISABLED;
-        if self.index.is_none() {
-            return self.register(&req).map_or(KEY_NOTAVAIL, |h| h.key);
-        }
-        loop {
-            let mut st = self.secret ^ self.counters.legacy_keys.fetch_add(1, Ordering::Relaxed);
-            req.requested_key = splitmix(&mut st) & self.max_key();
-            match self.register(&req) {
-                Ok(h) => return h.key,
-                Err(e) if e == Error::NOKEY || e == Error::KEYREJECTED => continue,
-                Err(_) => return KEY_NOTAVAIL,
-            }
-        }
-    }
-
-    /// Releases a key (closes its region); unknown keys are ignored.
-    pub fn remove(&self, key: u64) {
-        if let Ok(h) = self.handle(key) {
-            let _ = self.close(&h);
-        }
     }
 
     /// Live regions.

@@ -1,7 +1,8 @@
 //! Unit tests of the registry: every error path, states, sub-regions,
-//! multi-iov addressing, statistics and the first engine's API.
+//! multi-iov addressing, and statistics.
 
 use super::*;
+use crate::mr::region::Access;
 use crate::mr::Target;
 use std::collections::HashSet;
 
@@ -704,47 +705,4 @@ fn engine_state_is_64_bytes_per_single_iov_region() {
         per <= 64.0 + (1 << 20) as f64 / n as f64 + 1.0,
         "{per} B/region"
     );
-}
-
-// ---- The first engine's API (used by oxshm until it moves to handles).
-
-#[test]
-fn legacy_requested_keys() {
-    let r = Registry::new(8, 1);
-    r.insert_requested(5).unwrap();
-    assert_eq!(r.insert_requested(5), Err(Error::NOKEY));
-    assert_eq!(r.insert_requested(KEY_NOTAVAIL), Err(Error::KEYREJECTED));
-    r.remove(5);
-    r.insert_requested(5).unwrap();
-    let small = Registry::new(2, 1);
-    assert_eq!(small.insert_requested(0x1_0000), Err(Error::KEYREJECTED));
-    small.insert_requested(0xffff).unwrap();
-    assert_eq!(prov().insert_requested(1), Err(Error::KEYREJECTED));
-}
-
-#[test]
-fn legacy_provider_keys_are_unique_and_not_sequential() {
-    let r = Registry::new(8, 0x1234);
-    let a = r.insert_provider();
-    let b = r.insert_provider();
-    assert_ne!(a, b);
-    assert!(b.wrapping_sub(a) > 1 << 20 || a.wrapping_sub(b) > 1 << 20);
-    let keys: HashSet<_> = (0..10_000).map(|_| r.insert_provider()).collect();
-    assert_eq!(keys.len(), 10_000);
-    assert!(!keys.contains(&KEY_NOTAVAIL));
-    assert_eq!(r.len(), 10_002);
-    r.remove(a);
-    r.remove(a);
-    assert_eq!(r.len(), 10_001);
-    assert!(!r.is_empty());
-    // Legacy keys are placeholders: no access.
-    assert_eq!(
-        r.verify(b, 0, 1, Access::empty(), None).unwrap_err(),
-        Error::ACCES
-    );
-    let p = prov();
-    let k = p.insert_provider();
-    assert_ne!(k, KEY_NOTAVAIL);
-    p.remove(k);
-    assert!(p.is_empty());
 }

@@ -555,31 +555,31 @@ impl Cq {
         Ok(())
     }
 
+    /// Queues one entry (successful or error) under the next sequence
+    /// number, which keeps both queues in arrival order, and wakes waiters.
+    fn enqueue(&self, put: impl FnOnce(&mut Queues, u64)) -> Result<()> {
+        let mut q = self.lock();
+        self.check_room(&mut q)?;
+        let seq = q.next_seq;
+        q.next_seq += 1;
+        put(&mut q, seq);
+        self.wake(q);
+        Ok(())
+    }
+
     /// Queues a successful completion. Thread-safe. Fails with
     /// `Error::AGAIN` when the CQ is full (nothing queued: retry after the
     /// application reads, or give up with [`Cq::record_overrun`]) and with
     /// `Error::OVERRUN` once the CQ has been overrun.
     pub fn push(&self, c: Completion) -> Result<()> {
-        let mut q = self.lock();
-        self.check_room(&mut q)?;
-        let seq = q.next_seq;
-        q.next_seq += 1;
-        q.ok.push_back((seq, c));
-        self.wake(q);
-        Ok(())
+        self.enqueue(|q, seq| q.ok.push_back((seq, c)))
     }
 
     /// Queues an error completion, in order with the successful ones: reads
     /// return the completions queued before it, then -FI_EAVAIL until
     /// fi_cq_readerr takes it. Fails as [`Cq::push`].
     pub fn push_err(&self, e: ErrCompletion) -> Result<()> {
-        let mut q = self.lock();
-        self.check_room(&mut q)?;
-        let seq = q.next_seq;
-        q.next_seq += 1;
-        q.errs.push_back((seq, e));
-        self.wake(q);
-        Ok(())
+        self.enqueue(|q, seq| q.errs.push_back((seq, e)))
     }
 
     /// Records that a completion was lost for want of room (fi_cq(3)

@@ -10,7 +10,6 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 pub const TAG_FABRIC: u64 = u64::from_be_bytes(*b"oxFABRIC");
 pub const TAG_DOMAIN: u64 = u64::from_be_bytes(*b"oxDOMAIN");
 pub const TAG_EQ: u64 = u64::from_be_bytes(*b"oxEQ\0\0\0\0");
-pub const TAG_MR: u64 = u64::from_be_bytes(*b"oxMR\0\0\0\0");
 /// Written over the tag when an object is closed.
 pub const TAG_DEAD: u64 = u64::from_be_bytes(*b"oxDEAD\0\0");
 
