@@ -424,6 +424,51 @@ unsafe fn read_address(p: *const c_char) -> std::result::Result<Address, String>
     unsafe { address_from_c(p as *const c_void, if n < ADDR_MAX { n + 1 } else { n }) }
 }
 
+/// Whether an insert's `addr` holds the names themselves rather than an
+/// array of pointers to them. fi_av(3) passes FI_ADDR_STR addresses as
+/// strings; programs written for upstream's shm pass the bytes
+/// fi_getname returned (names back to back), others an array of `char *`.
+/// The two cannot be confused: the 8 bytes "fi_oxshm" read as a pointer
+/// are not a canonical x86-64 (or AArch64) user address.
+///
+/// # Safety
+/// `addr` holds at least 8 readable bytes.
+unsafe fn names_inline(addr: *const u8) -> bool {
+    // SAFETY: per the function contract.
+    let head = unsafe { std::slice::from_raw_parts(addr, 8) };
+    head == &Address::PREFIX.as_bytes()[..8]
+}
+
+/// Parses `count` NUL-terminated names stored back to back at `p` (NUL
+/// padding between them, as fixed-size name slots have, is skipped).
+///
+/// # Safety
+/// `p` holds `count` NUL-terminated names, each followed by at most
+/// ADDR_MAX bytes of NUL padding.
+unsafe fn read_inline(
+    mut p: *const c_char,
+    count: usize,
+) -> Vec<std::result::Result<Address, String>> {
+    let mut out = Vec::with_capacity(count);
+    for i in 0..count {
+        if i > 0 {
+            // Skip padding up to the next name (bounded by a name slot).
+            let mut skipped = 0;
+            // SAFETY: per the function contract.
+            while unsafe { *p } == 0 && skipped < ADDR_MAX {
+                // SAFETY: within the padding.
+                p = unsafe { p.add(1) };
+                skipped += 1;
+            }
+        }
+        // SAFETY: a NUL-terminated name.
+        out.push(unsafe { read_address(p) });
+        // SAFETY: past this name and its NUL.
+        p = unsafe { p.add(libc::strnlen(p, ADDR_MAX) + 1) };
+    }
+    out
+}
+
 /// Runs one insertion call over `count` parsed addresses: inserts the good
 /// ones, writes `fi_addr[i]` (FI_ADDR_NOTAVAIL for failures) and, with
 /// FI_SYNC_ERR, `context[i]` (0 or a positive FI_E* code). Returns how many
@@ -549,11 +594,18 @@ unsafe extern "C" fn insert(
             return Ok(0);
         }
         crate::capi::nonnull(addr, "fi_av_insert", "addr")?;
-        let strings = addr as *const *const c_char;
-        let parsed = (0..count)
-            // SAFETY: addr holds `count` string pointers (fi_av(3), FI_ADDR_STR).
-            .map(|i| unsafe { read_address(*strings.add(i)) })
-            .collect();
+        // SAFETY: either form holds at least 8 readable bytes (a pointer,
+        // or a name of at least 11 characters).
+        let parsed = if unsafe { names_inline(addr as *const u8) } {
+            // SAFETY: addr holds `count` NUL-terminated names back to back.
+            unsafe { read_inline(addr as *const c_char, count) }
+        } else {
+            let strings = addr as *const *const c_char;
+            (0..count)
+                // SAFETY: addr holds `count` string pointers (fi_av(3), FI_ADDR_STR).
+                .map(|i| unsafe { read_address(*strings.add(i)) })
+                .collect()
+        };
         // SAFETY: output arrays per fi_av(3), checked in check_insert_args.
         unsafe { finish_insert(av, "fi_av_insert", parsed, fi_addr, flags, context) }
     })

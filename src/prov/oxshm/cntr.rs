@@ -316,6 +316,7 @@ impl Cntr {
     /// fi_cntr_wait: 0 once the count reaches `threshold`, -FI_EAVAIL if the
     /// error count changes first, -FI_ETIMEDOUT after `timeout` ms.
     fn wait_for(&self, threshold: u64, timeout: c_int) -> Result<()> {
+        self.domain().progress();
         self.observe();
         let errors = self.errors();
         if self.value() >= threshold {
@@ -423,6 +424,7 @@ fn counter<'a>(p: *mut fid_cntr) -> Result<&'a Cntr> {
 unsafe extern "C" fn read(cntr: *mut fid_cntr) -> u64 {
     crate::capi::guard_or("fi_cntr_read", 0, || {
         let c = counter(cntr)?;
+        c.domain().progress();
         c.observe();
         Ok(c.value())
     })
@@ -432,6 +434,7 @@ unsafe extern "C" fn read(cntr: *mut fid_cntr) -> u64 {
 unsafe extern "C" fn readerr(cntr: *mut fid_cntr) -> u64 {
     crate::capi::guard_or("fi_cntr_readerr", 0, || {
         let c = counter(cntr)?;
+        c.domain().progress();
         c.observe();
         Ok(c.errors())
     })

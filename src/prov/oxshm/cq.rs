@@ -860,6 +860,7 @@ unsafe extern "C" fn readfrom(
         // SAFETY: from_fid checks the object.
         let c = unsafe { from_fid::<Cq>(cq as *const fid) }?;
         check_buf(buf, count, "fi_cq_read")?;
+        c.domain().progress();
         let mut q = c.lock();
         // SAFETY: buf holds count entries and src_addr (if any) count
         // addresses (fi_cq_read(3)).

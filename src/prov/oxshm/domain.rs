@@ -44,6 +44,14 @@ pub struct Domain {
     /// closing an unbound MR takes no lock).
     bindings: Mutex<std::collections::HashMap<u64, Vec<mr::Bound>>>,
     bound_mrs: std::sync::atomic::AtomicUsize,
+    /// Remote accesses verified and not finished (see `xfer.rs`): a region
+    /// close waits for them.
+    pub active: std::sync::atomic::AtomicUsize,
+    /// The transports of this domain's enabled endpoints, which application
+    /// calls on its CQs and counters drive.
+    xfers: std::sync::RwLock<Vec<std::sync::Arc<super::xfer::Xfer>>>,
+    /// `xfers.len()`, read without the lock.
+    n_xfers: std::sync::atomic::AtomicUsize,
 }
 
 // SAFETY: #[repr(C)] with fid_domain (which starts with struct fid) first.
@@ -225,6 +233,9 @@ pub unsafe fn open(
         reg_mr: AtomicPtr::new(std::ptr::null_mut()),
         bindings: Mutex::new(std::collections::HashMap::new()),
         bound_mrs: std::sync::atomic::AtomicUsize::new(0),
+        active: std::sync::atomic::AtomicUsize::new(0),
+        xfers: std::sync::RwLock::new(Vec::new()),
+        n_xfers: std::sync::atomic::AtomicUsize::new(0),
     });
     Ok(Box::into_raw(d) as *mut fid_domain)
 }
@@ -252,6 +263,62 @@ impl Domain {
                 v
             }
             None => Vec::new(),
+        }
+    }
+
+    /// Calls `f` with each counter bound to the MR with `key` for `flag`
+    /// (FI_REMOTE_WRITE or FI_REMOTE_READ) with fi_mr_bind.
+    pub fn for_each_mr_cntr(&self, key: u64, flag: u64, mut f: impl FnMut(&super::cntr::Cntr)) {
+        if self.bound_mrs.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let m = self.bindings.lock().unwrap_or_else(|e| e.into_inner());
+        for b in m.get(&key).into_iter().flatten() {
+            if let mr::Bound::Cntr(c, flags) = b {
+                if flags & flag != 0 {
+                    // SAFETY: a bound counter stays live while bound.
+                    f(unsafe { &**c });
+                }
+            }
+        }
+    }
+
+    /// Waits until no remote access that verified before now is still
+    /// touching memory (after a region closed).
+    pub fn quiesce(&self) {
+        std::sync::atomic::fence(Ordering::SeqCst);
+        let mut spins = 0u32;
+        while self.active.load(Ordering::SeqCst) != 0 {
+            spins += 1;
+            if spins < 1000 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    pub fn add_xfer(&self, x: &std::sync::Arc<super::xfer::Xfer>) {
+        let mut v = self.xfers.write().unwrap_or_else(|e| e.into_inner());
+        v.push(std::sync::Arc::clone(x));
+        self.n_xfers.store(v.len(), Ordering::Release);
+    }
+
+    pub fn remove_xfer(&self, x: &std::sync::Arc<super::xfer::Xfer>) {
+        let mut v = self.xfers.write().unwrap_or_else(|e| e.into_inner());
+        v.retain(|y| !std::sync::Arc::ptr_eq(x, y));
+        self.n_xfers.store(v.len(), Ordering::Release);
+    }
+
+    /// Progress driven by an application call on one of the domain's CQs
+    /// or counters.
+    pub fn progress(&self) {
+        if self.n_xfers.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        let v = self.xfers.read().unwrap_or_else(|e| e.into_inner());
+        for x in v.iter() {
+            x.progress_app();
         }
     }
 

@@ -1,6 +1,5 @@
-//! What oxshm offers through fi_getinfo. Only capabilities that work are
-//! listed; the data path adds FI_MSG, FI_RMA, FI_ATOMIC and FI_RMA_EVENT as
-//! it delivers them.
+//! What oxshm offers through fi_getinfo: only capabilities that work, with
+//! the limits the data path (`xfer.rs`, `ops.rs`) enforces.
 
 use crate::abi::fabric as f;
 use crate::prov::info::{DomainAttr, EpAttr, FabricAttr, Info, RxAttr, TxAttr};
@@ -13,7 +12,21 @@ pub const MR_CNT: usize = 1 << 20;
 pub const MR_KEY_SIZE: usize = 8;
 
 /// Capabilities of an oxshm endpoint at this build.
-pub const CAPS: u64 = f::FI_LOCAL_COMM | f::FI_HMEM;
+pub const CAPS: u64 = f::FI_LOCAL_COMM
+    | f::FI_HMEM
+    | f::FI_MSG
+    | f::FI_TAGGED
+    | f::FI_RMA
+    | f::FI_ATOMIC
+    | f::FI_RMA_EVENT
+    | f::FI_SEND
+    | f::FI_RECV
+    | f::FI_READ
+    | f::FI_WRITE
+    | f::FI_REMOTE_READ
+    | f::FI_REMOTE_WRITE
+    | f::FI_DIRECTED_RECV
+    | f::FI_SOURCE;
 
 /// mr_mode bits an oxshm domain imposes: `FI_OXSHM_MR_MODE`, a number or a
 /// list of bit names (`FI_MR_LOCAL|FI_MR_PROV_KEY` or comma-separated), so
@@ -104,10 +117,10 @@ pub fn offers(api_version: u32) -> Vec<Info> {
             op_flags: 0,
             msg_order: 0,
             comp_order: 0,
-            inject_size: 0,
+            inject_size: super::xfer::INLINE,
             size: 1024,
-            iov_limit: 4,
-            rma_iov_limit: 4,
+            iov_limit: super::xfer::IOV_MAX,
+            rma_iov_limit: 1,
             tclass: 0,
         }),
         rx: Some(RxAttr {
@@ -118,7 +131,7 @@ pub fn offers(api_version: u32) -> Vec<Info> {
             comp_order: 0,
             total_buffered_recv: 0,
             size: 1024,
-            iov_limit: 4,
+            iov_limit: super::xfer::IOV_MAX,
         }),
         ep: Some(EpAttr {
             ep_type: f::fi_ep_type::FI_EP_RDM as u32,
@@ -138,7 +151,7 @@ pub fn offers(api_version: u32) -> Vec<Info> {
             name: Some(super::NAME.to_string()),
             threading: f::fi_threading::FI_THREAD_SAFE as u32,
             control_progress: f::fi_progress::FI_PROGRESS_AUTO as u32,
-            progress: f::fi_progress::FI_PROGRESS_MANUAL as u32,
+            progress: f::fi_progress::FI_PROGRESS_AUTO as u32,
             resource_mgmt: f::fi_resource_mgmt::FI_RM_ENABLED as u32,
             av_type: f::fi_av_type::FI_AV_UNSPEC as u32,
             mr_mode: 0,

@@ -2,6 +2,7 @@
 //!
 //! One file per object, as libfabric's prov/<name>/src/<prefix>_<object>.c.
 
+pub mod atomics;
 pub mod av;
 pub mod cntr;
 pub mod cq;
@@ -14,6 +15,9 @@ pub mod info;
 pub mod mem;
 pub mod mr;
 pub mod object;
+pub mod ops;
+pub mod shm;
+pub mod xfer;
 
 use super::Provider;
 

@@ -218,6 +218,85 @@ impl Mr {
     }
 }
 
+/// Checks a local buffer's descriptor under FI_MR_LOCAL: `desc` must be
+/// an MR of domain `d` (what fi_mr_desc returned) whose registration covers
+/// `[addr, addr + len)` with the local right `access` (FI_SEND, FI_RECV,
+/// FI_READ, FI_WRITE). Zero-length buffers need no descriptor.
+///
+/// # Safety
+/// `desc` is NULL or a value fi_mr_desc returned (possibly of a closed MR).
+pub unsafe fn check_local_desc(
+    d: &Domain,
+    desc: *mut c_void,
+    addr: u64,
+    len: u64,
+    access: crate::mr::Access,
+    call: &str,
+) -> Result<()> {
+    if len == 0 {
+        return Ok(());
+    }
+    if desc.is_null() {
+        crate::ox_log!(
+            Warn,
+            EpData,
+            super::NAME,
+            "{call}: FI_MR_LOCAL is in force and a local buffer has no descriptor (fi_mr_desc)"
+        );
+        return Err(Error::INVAL);
+    }
+    // SAFETY: desc is what fi_mr_desc returned: the MR itself, which the
+    // pool keeps readable after its close.
+    let mr = unsafe { mr_from_fid(desc as *const fid) }.inspect_err(|_| {
+        crate::ox_log!(
+            Warn,
+            EpData,
+            super::NAME,
+            "{call}: a local descriptor is not a live oxshm memory region"
+        )
+    })?;
+    if !std::ptr::eq(mr.domain(), d) {
+        crate::ox_log!(
+            Warn,
+            EpData,
+            super::NAME,
+            "{call}: a local descriptor belongs to another domain"
+        );
+        return Err(Error::INVAL);
+    }
+    let h = mr.handle()?;
+    let info = d.registry.region(&h)?;
+    let iovs = d.registry.iovs(&h)?;
+    let end = addr.checked_add(len).ok_or(Error::INVAL)?;
+    let covered = iovs
+        .iter()
+        .any(|&(a, l)| addr >= a && end <= a.saturating_add(l));
+    if !covered {
+        crate::ox_log!(
+            Warn,
+            EpData,
+            super::NAME,
+            "{call}: local buffer 0x{addr:x}+{len} lies outside the registration of its descriptor"
+        );
+        return Err(Error::INVAL);
+    }
+    // A registration that names no local right allows them all (fi_mr(3)).
+    let local = crate::mr::Access::READ
+        | crate::mr::Access::WRITE
+        | crate::mr::Access::SEND
+        | crate::mr::Access::RECV;
+    if info.access.intersects(local) && !info.access.contains(access) {
+        crate::ox_log!(
+            Warn,
+            EpData,
+            super::NAME,
+            "{call}: the local buffer's registration lacks {access:?}"
+        );
+        return Err(Error::ACCES);
+    }
+    Ok(())
+}
+
 /// The authorization an application attached to a registration.
 enum Auth {
     None,
@@ -576,6 +655,7 @@ unsafe extern "C" fn close(f: *mut fid) -> c_int {
                     )
                 };
             })
+            .inspect(|_| d.quiesce())
             .inspect_err(|e| {
                 if *e == Error::BUSY {
                     crate::ox_log!(
@@ -593,7 +673,8 @@ unsafe extern "C" fn close(f: *mut fid) -> c_int {
 /// What an MR is bound to (fi_mr_bind); each holds a reference, so the
 /// counter or endpoint cannot close before the MR.
 pub enum Bound {
-    Cntr(*const super::cntr::Cntr),
+    /// The counter and the events it counts (FI_REMOTE_WRITE, FI_REMOTE_READ).
+    Cntr(*const super::cntr::Cntr, u64),
     Ep(*const super::ep::Ep),
 }
 
@@ -606,7 +687,7 @@ fn release_bindings(d: &Domain, key: u64) {
     for b in d.take_bindings(key) {
         match b {
             // SAFETY: a bound counter or endpoint cannot close while bound.
-            Bound::Cntr(c) => unsafe { (*c).hdr.release() },
+            Bound::Cntr(c, _) => unsafe { (*c).hdr.release() },
             Bound::Ep(e) => unsafe { (*e).release_mr() },
         }
     }
@@ -652,7 +733,7 @@ unsafe extern "C" fn bind(f: *mut fid, bfid: *mut fid, flags: u64) -> c_int {
                 );
             })?;
             c.hdr.hold();
-            d.add_binding(mr.key, Bound::Cntr(c));
+            d.add_binding(mr.key, Bound::Cntr(c, flags));
             Ok(0)
         } else if class == FI_CLASS_EP as c_int {
             if flags != 0 {

@@ -1,0 +1,139 @@
+/*
+ * RMA between two processes: writes and reads of every path (inline in the
+ * ring, cross-memory copies), checked byte for byte at both ends, with the
+ * counters and completions they must produce.
+ */
+#include "peer.h"
+#include <rdma/fi_domain.h>
+
+enum { BUF = 1 << 20 };
+
+static void fill(unsigned char *b, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = (unsigned char)(i * 31 + seed);
+}
+
+static int check_fill(const unsigned char *b, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		if (b[i] != (unsigned char)(i * 31 + seed)) {
+			fprintf(stderr, "    byte %zu is %u, want %u\n", i, b[i],
+				(unsigned char)(i * 31 + seed));
+			return 1;
+		}
+	return 0;
+}
+
+static uint64_t raddr(struct peer *p, const struct peer_region *r, uint64_t off)
+{
+	return (p->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ? r->base + off : off;
+}
+
+/* The target's side of a simple exchange: register `buf`, publish it, wait
+ * for the initiator to finish, report the remote counters. */
+static int target_region(struct peer *p, void *buf, size_t len, uint64_t access,
+			 struct fid_mr **mr)
+{
+	CHECK_OK(fi_mr_reg(p->domain, buf, len, access, 0, 0, 0, mr, NULL));
+	struct peer_region r = { fi_mr_key(*mr), (uint64_t)(uintptr_t)buf, len };
+	peer_put(p, &r, sizeof(r));
+	return 0;
+}
+
+static int sizes_roundtrip(void)
+{
+	struct peer p;
+	CHECK_OK(peer_open(&p, FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY, 0));
+	unsigned char *buf = calloc(1, BUF);
+	CHECK(buf);
+	static const size_t sizes[] = { 1, 8, 3072, 3073, 65536, BUF };
+	int rc = 0;
+	if (p.is_target) {
+		struct fid_mr *mr;
+		CHECK_OK(target_region(&p, buf, BUF, FI_REMOTE_READ | FI_REMOTE_WRITE, &mr));
+		CHECK_OK(peer_sync(&p)); /* writes done */
+		fill(buf, BUF, 7);
+		CHECK_OK(peer_sync(&p)); /* reads may start */
+		CHECK_OK(peer_sync(&p)); /* reads done */
+		uint64_t n = sizeof(sizes) / sizeof(sizes[0]);
+		CHECK(peer_cntr(&p, C_REMOTE_WRITE) == n);
+		CHECK(peer_cntr(&p, C_REMOTE_READ) == n);
+		CHECK(peer_cntr_err(&p, C_REMOTE_WRITE) == 0);
+		CHECK_OK(fi_close(&mr->fid));
+	} else {
+		struct peer_region r;
+		CHECK(peer_get(&p, &r, sizeof(r)) == 0);
+		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+			fill(buf, sizes[i], (unsigned)i);
+			int ctx;
+			CHECK_OK(fi_write(p.ep, buf, sizes[i], NULL, p.other,
+					  raddr(&p, &r, 0), r.key, &ctx));
+			struct fi_cq_tagged_entry e;
+			CHECK_OK(peer_wait(&p, &e, NULL));
+			CHECK(e.op_context == &ctx);
+			CHECK(e.flags == (FI_RMA | FI_WRITE));
+		}
+		CHECK(peer_cntr(&p, C_WRITE) == sizeof(sizes) / sizeof(sizes[0]));
+		CHECK_OK(peer_sync(&p));
+		CHECK_OK(peer_sync(&p));
+		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+			memset(buf, 0, sizes[i]);
+			CHECK_OK(fi_read(p.ep, buf, sizes[i], NULL, p.other,
+					 raddr(&p, &r, 0), r.key, NULL));
+			struct fi_cq_tagged_entry e;
+			CHECK_OK(peer_wait(&p, &e, NULL));
+			CHECK(e.flags == (FI_RMA | FI_READ));
+			CHECK(e.len == sizes[i]);
+			rc |= check_fill(buf, sizes[i], 7);
+		}
+		CHECK(peer_cntr(&p, C_READ) == sizeof(sizes) / sizeof(sizes[0]));
+		CHECK_OK(peer_sync(&p));
+	}
+	free(buf);
+	return peer_close(&p, rc);
+}
+
+/* A write with a key that names nothing: an error completion with
+ * FI_EINVAL at the initiator, no byte and no counter at the target. */
+static int wrong_key_is_refused(void)
+{
+	struct peer p;
+	CHECK_OK(peer_open(&p, FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY, 0));
+	unsigned char buf[4096];
+	memset(buf, 0xAA, sizeof(buf));
+	if (p.is_target) {
+		struct fid_mr *mr;
+		CHECK_OK(target_region(&p, buf, sizeof(buf), FI_REMOTE_WRITE, &mr));
+		CHECK_OK(peer_sync(&p));
+		for (size_t i = 0; i < sizeof(buf); i++)
+			CHECK(buf[i] == 0xAA);
+		CHECK(peer_cntr(&p, C_REMOTE_WRITE) == 0);
+		CHECK_OK(fi_close(&mr->fid));
+	} else {
+		struct peer_region r;
+		CHECK(peer_get(&p, &r, sizeof(r)) == 0);
+		unsigned char src[64];
+		memset(src, 0x55, sizeof(src));
+		int ctx;
+		CHECK_OK(fi_write(p.ep, src, sizeof(src), NULL, p.other,
+				  raddr(&p, &r, 0), r.key ^ 0x100, &ctx));
+		struct fi_cq_err_entry err;
+		CHECK_RC(peer_wait(&p, NULL, &err), -FI_EAVAIL);
+		CHECK(err.op_context == &ctx);
+		CHECK(err.err == FI_EINVAL);
+		CHECK(err.flags & FI_WRITE);
+		CHECK(fi_cq_strerror(p.cq, err.prov_errno, err.err_data, NULL, 0) != NULL);
+		CHECK(peer_cntr(&p, C_WRITE) == 0);
+		CHECK(peer_cntr_err(&p, C_WRITE) == 1);
+		CHECK_OK(peer_sync(&p));
+	}
+	return peer_close(&p, 0);
+}
+
+static const struct test_case cases[] = {
+	CASE(sizes_roundtrip),
+	CASE(wrong_key_is_refused),
+};
+
+TEST_MAIN(cases)

@@ -1,0 +1,1440 @@
+//! The oxshm data path: how an enabled endpoint moves messages, RMA and
+//! atomics to and from endpoints of other processes (or its own) on the host.
+//!
+//! # Who does what
+//!
+//! Every operation is a request in the target endpoint's inbox ring
+//! (`shm.rs`) and is executed by the target, which verifies it against its
+//! own registrations with the registration engine (`Registry::verify`: key
+//! and generation, the whole range across the iovs of the region, rights,
+//! enabled and single-use state, authorization key) before it touches a
+//! byte. The target answers with a response in the initiator's inbox; the
+//! initiator completes the operation (CQ entry, counter) when the response
+//! arrives, so every completion is a delivery completion and a refused
+//! access completes in error at the initiator with the target's reason.
+//!
+//! - Small payloads (at most [`INLINE`] bytes) travel in the ring cell: a
+//!   write or a send is one copy in and one copy out, no system call.
+//! - Larger payloads move in one cross-memory copy done by the target:
+//!   `process_vm_readv` from the initiator's buffers for writes and sends,
+//!   `process_vm_writev` into them for reads. The request carries the
+//!   initiator's iovs; they must stay valid until the operation completes,
+//!   as libfabric requires of every non-inject buffer.
+//! - Atomics are executed by the target under one lock per process, so
+//!   atomics from any number of peers on one location are atomic with
+//!   respect to each other.
+//!
+//! A region's close waits for any remote access that verified before it
+//! (the domain's `active` count), so once `fi_close` returns no peer can
+//! touch the memory: the buffer may be freed at once.
+//!
+//! # Progress
+//!
+//! The endpoint's inbox is drained by whichever comes first: an application
+//! thread reading one of the domain's CQs or counters, or the endpoint's
+//! progress thread. The thread sleeps on the inbox's futex, and tells
+//! senders to wake it only when no application thread has driven progress
+//! for [`APP_POLL_GRACE`]: a target that polls pays no system call per
+//! message, an idle one still completes every operation (FI_PROGRESS_AUTO).
+//!
+//! # Faults
+//!
+//! A peer that dies or closes its endpoint is noticed by the initiator's
+//! progress thread within [`PEER_CHECK`]: its pending operations complete
+//! with FI_EIO, its segment is removed from /dev/shm if it died, and later
+//! operations to it fail (error completion FI_EHOSTUNREACH).
+
+use super::atomics;
+use super::cntr::Cntr;
+use super::cq::{Completion, Cq, ErrCompletion};
+use super::domain::Domain;
+use super::ep::{Address, Ep};
+use super::shm::{self, Segment, CELL_DATA};
+use crate::abi::fabric::*;
+use crate::error::{Error, Result};
+use crate::mr::Access;
+use libc::c_void;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// Largest payload carried in the ring: sends, writes, read results and
+/// inject operations up to this size need no system call.
+pub const INLINE: usize = 3072;
+/// Largest authorization key an operation may carry.
+pub const AUTH_MAX: usize = 256;
+/// Largest atomic operand (and compare, and result) in bytes.
+pub const ATOMIC_MAX: usize = 256;
+/// Most local iovs of one operation (`iov_limit`).
+pub const IOV_MAX: usize = 4;
+/// How often the progress thread checks the peers that owe responses.
+pub const PEER_CHECK: Duration = Duration::from_millis(50);
+/// How long after an application call the progress thread leaves the inbox
+/// to the application.
+pub const APP_POLL_GRACE: Duration = Duration::from_millis(2);
+
+// Request and response kinds.
+const K_MSG: u32 = 1;
+const K_WRITE: u32 = 2;
+const K_READ: u32 = 3;
+const K_ATOMIC: u32 = 4;
+const K_RESP: u32 = 5;
+
+// Wire flags.
+const W_INLINE: u32 = 1 << 0;
+const W_TAGGED: u32 = 1 << 1;
+const W_DATA: u32 = 1 << 2;
+/// The initiator wants no response (nothing to complete or count there).
+const W_NORESP: u32 = 1 << 3;
+
+/// The fixed part of every ring message. Plain data: the bytes are the
+/// same in every process of one host.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Debug)]
+struct Wire {
+    kind: u32,
+    flags: u32,
+    src_pid: u32,
+    src_ep: u32,
+    src_nonce: u64,
+    /// The initiator's operation id, echoed by the response.
+    op: u64,
+    key: u64,
+    addr: u64,
+    len: u64,
+    data: u64,
+    tag: u64,
+    /// Atomics: datatype, operation, kind (0 base, 1 fetch, 2 compare).
+    dt: u32,
+    aop: u32,
+    akind: u32,
+    /// Responses: 0 or a negative FI_E* value.
+    status: i32,
+    /// Remote iovs (addr, len) after the auth bytes, when not inline.
+    niov: u32,
+    auth_len: u32,
+}
+
+const WIRE: usize = std::mem::size_of::<Wire>();
+const _: () = assert!(WIRE + AUTH_MAX + INLINE <= CELL_DATA);
+const _: () = assert!(WIRE + AUTH_MAX + 2 * ATOMIC_MAX + IOV_MAX * 16 <= CELL_DATA);
+
+impl Wire {
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: Wire is repr(C) plain data without padding holes that
+        // matter (every field is written; the bytes are only copied).
+        unsafe { std::slice::from_raw_parts(self as *const Wire as *const u8, WIRE) }
+    }
+
+    fn parse(m: &[u8]) -> Option<(Wire, &[u8])> {
+        if m.len() < WIRE {
+            return None;
+        }
+        // SAFETY: m holds WIRE bytes; any bit pattern is a valid Wire.
+        let w = unsafe { std::ptr::read_unaligned(m.as_ptr() as *const Wire) };
+        Some((w, &m[WIRE..]))
+    }
+
+    fn src(&self) -> Address {
+        Address {
+            pid: self.src_pid,
+            ep_id: self.src_ep,
+            nonce: self.src_nonce,
+        }
+    }
+}
+
+fn iov_bytes(iov: &[(u64, u64)]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(iov.len() * 16);
+    for (a, l) in iov {
+        v.extend_from_slice(&a.to_ne_bytes());
+        v.extend_from_slice(&l.to_ne_bytes());
+    }
+    v
+}
+
+fn parse_iovs(b: &[u8], n: usize) -> Option<Vec<(u64, u64)>> {
+    if b.len() < n * 16 {
+        return None;
+    }
+    Some(
+        (0..n)
+            .map(|i| {
+                let a = u64::from_ne_bytes(b[i * 16..i * 16 + 8].try_into().unwrap_or([0; 8]));
+                let l = u64::from_ne_bytes(b[i * 16 + 8..i * 16 + 16].try_into().unwrap_or([0; 8]));
+                (a, l)
+            })
+            .collect(),
+    )
+}
+
+/// Copies the bytes of local iovs into one buffer.
+///
+/// # Safety
+/// Every iov is readable memory of this process.
+unsafe fn gather(iov: &[(u64, u64)], out: &mut Vec<u8>) {
+    for &(a, l) in iov {
+        // SAFETY: per the function contract.
+        out.extend_from_slice(unsafe { std::slice::from_raw_parts(a as *const u8, l as usize) });
+    }
+}
+
+/// Copies `src` into local iovs, in order; returns the bytes copied.
+///
+/// # Safety
+/// Every iov is writable memory of this process.
+unsafe fn scatter(src: &[u8], iov: &[(u64, u64)]) -> usize {
+    let mut at = 0;
+    for &(a, l) in iov {
+        if at == src.len() {
+            break;
+        }
+        let n = (l as usize).min(src.len() - at);
+        // SAFETY: per the function contract.
+        unsafe { std::ptr::copy_nonoverlapping(src[at..].as_ptr(), a as *mut u8, n) };
+        at += n;
+    }
+    at
+}
+
+fn to_iovecs(v: &[(u64, u64)]) -> Vec<libc::iovec> {
+    v.iter()
+        .filter(|(_, l)| *l > 0)
+        .map(|&(a, l)| libc::iovec {
+            iov_base: a as *mut c_void,
+            iov_len: l as usize,
+        })
+        .collect()
+}
+
+/// One cross-memory copy between `local` (this process) and `remote`
+/// (process `pid`): `pull` reads the remote iovs into the local ones.
+/// Succeeds only when all `len` bytes moved.
+fn cross_copy(
+    pid: u32,
+    local: &[(u64, u64)],
+    remote: &[(u64, u64)],
+    len: u64,
+    pull: bool,
+) -> Result<()> {
+    let (l, r) = (to_iovecs(local), to_iovecs(remote));
+    let mut done: u64 = 0;
+    // The kernel moves at most IOV_MAX iovs and may stop short; a short
+    // count with no error moves on from where it stopped.
+    let (mut li, mut ri) = (l, r);
+    while done < len {
+        // SAFETY: the iovs name memory of this process (local) and of pid
+        // (remote, checked by the kernel).
+        let n = unsafe {
+            if pull {
+                libc::process_vm_readv(
+                    pid as i32,
+                    li.as_ptr(),
+                    li.len() as u64,
+                    ri.as_ptr(),
+                    ri.len() as u64,
+                    0,
+                )
+            } else {
+                libc::process_vm_writev(
+                    pid as i32,
+                    li.as_ptr(),
+                    li.len() as u64,
+                    ri.as_ptr(),
+                    ri.len() as u64,
+                    0,
+                )
+            }
+        };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            crate::ox_log!(
+                Warn,
+                EpData,
+                super::NAME,
+                "cross-memory copy with pid {pid} failed after {done} of {len} bytes: {e}"
+            );
+            return Err(match e.raw_os_error() {
+                Some(libc::ESRCH) => Error::IO,
+                Some(libc::EPERM) => Error::PERM,
+                _ => Error::FAULT,
+            });
+        }
+        if n == 0 {
+            crate::ox_log!(Warn, EpData, super::NAME, "cross-memory copy with pid {pid} stopped after {done} of {len} bytes (unmapped memory)");
+            return Err(Error::FAULT);
+        }
+        done += n as u64;
+        advance(&mut li, n as usize);
+        advance(&mut ri, n as usize);
+    }
+    Ok(())
+}
+
+fn advance(v: &mut Vec<libc::iovec>, mut n: usize) {
+    let mut k = 0;
+    while k < v.len() && n >= v[k].iov_len {
+        n -= v[k].iov_len;
+        k += 1;
+    }
+    v.drain(..k);
+    if n > 0 {
+        if let Some(f) = v.first_mut() {
+            f.iov_base = (f.iov_base as usize + n) as *mut c_void;
+            f.iov_len -= n;
+        }
+    }
+}
+
+/// Copies between this process's own memory and a buffer, refusing
+/// unmapped pages when the domain did not promise FI_MR_ALLOCATED (one
+/// process_vm call on ourselves instead of a fault).
+fn own_copy(pieces: &[(u64, u64)], buf: &mut [u8], into_pieces: bool, checked: bool) -> Result<()> {
+    if !checked {
+        let mut at = 0usize;
+        for &(a, l) in pieces {
+            let l = l as usize;
+            // SAFETY: the engine verified that these bytes are registered,
+            // and the domain's FI_MR_ALLOCATED says registered memory is
+            // backed.
+            unsafe {
+                if into_pieces {
+                    std::ptr::copy_nonoverlapping(buf[at..].as_ptr(), a as *mut u8, l);
+                } else {
+                    std::ptr::copy_nonoverlapping(a as *const u8, buf[at..].as_mut_ptr(), l);
+                }
+            }
+            at += l;
+        }
+        return Ok(());
+    }
+    let me = [(buf.as_mut_ptr() as u64, buf.len() as u64)];
+    // Reading our own pieces into buf is a "pull" from ourselves.
+    cross_copy(
+        std::process::id(),
+        &me,
+        pieces,
+        buf.len() as u64,
+        !into_pieces,
+    )
+}
+
+// ---------------------------------------------------------------------------
+// Operations, as the endpoint posts them
+// ---------------------------------------------------------------------------
+
+/// What an operation does.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum OpKind {
+    Send {
+        tagged: bool,
+        tag: u64,
+    },
+    Write,
+    Read,
+    Atomic {
+        kind: atomics::Kind,
+        dt: u32,
+        op: u32,
+    },
+}
+
+/// One transmit operation, validated by the caller (sizes, flags, descs).
+pub struct Post<'a> {
+    pub dest: fi_addr_t,
+    pub kind: OpKind,
+    /// Source bytes (send, write, atomic operand) or destination (read).
+    pub local: &'a [(u64, u64)],
+    /// Fetch and compare atomics: where the original values go.
+    pub result: &'a [(u64, u64)],
+    /// Compare atomics: the compare operands.
+    pub compare: &'a [(u64, u64)],
+    /// RMA and atomics: target address and key.
+    pub addr: u64,
+    pub key: u64,
+    /// Remote CQ data.
+    pub data: Option<u64>,
+    /// Operation flags (defaults merged in).
+    pub flags: u64,
+    pub context: *mut c_void,
+}
+
+/// One receive buffer.
+pub struct RecvPost<'a> {
+    pub tagged: bool,
+    pub tag: u64,
+    pub ignore: u64,
+    /// FI_ADDR_UNSPEC or the only source to accept (FI_DIRECTED_RECV).
+    pub src: fi_addr_t,
+    pub iov: &'a [(u64, u64)],
+    pub flags: u64,
+    pub context: *mut c_void,
+}
+
+/// An operation waiting for its response.
+struct Pending {
+    context: *mut c_void,
+    /// Completion flags (FI_RMA | FI_WRITE, ...).
+    cflags: u64,
+    len: u64,
+    /// Generate a completion entry on success.
+    report: bool,
+    /// Counter event index (CNTR_EVENTS).
+    cntr: usize,
+    /// Where inline response bytes go (read data, fetched values).
+    sink: Vec<(u64, u64)>,
+    peer: Address,
+    tag: u64,
+    data: u64,
+}
+
+#[derive(Default)]
+struct PendTable {
+    slots: Vec<(u32, Option<Pending>)>,
+    free: Vec<u32>,
+    live: usize,
+}
+
+impl PendTable {
+    fn insert(&mut self, p: Pending) -> u64 {
+        let i = match self.free.pop() {
+            Some(i) => i,
+            None => {
+                self.slots.push((0, None));
+                (self.slots.len() - 1) as u32
+            }
+        };
+        let s = &mut self.slots[i as usize];
+        s.0 = s.0.wrapping_add(1);
+        s.1 = Some(p);
+        self.live += 1;
+        (u64::from(s.0) << 32) | u64::from(i)
+    }
+
+    fn take(&mut self, id: u64) -> Option<Pending> {
+        let (i, g) = ((id & 0xffff_ffff) as usize, (id >> 32) as u32);
+        let s = self.slots.get_mut(i)?;
+        if s.0 != g {
+            return None;
+        }
+        let p = s.1.take()?;
+        self.free.push(i as u32);
+        self.live -= 1;
+        Some(p)
+    }
+
+    fn ids_for(&self, peer: &Address) -> Vec<u64> {
+        self.slots
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, p))| p.as_ref().is_some_and(|p| p.peer == *peer))
+            .map(|(i, (g, _))| (u64::from(*g) << 32) | i as u64)
+            .collect()
+    }
+}
+
+/// A posted receive.
+struct Recv {
+    tagged: bool,
+    tag: u64,
+    ignore: u64,
+    src: Option<Address>,
+    iov: Vec<(u64, u64)>,
+    report: bool,
+    context: *mut c_void,
+}
+
+/// A message that arrived before its receive.
+struct Unexpected {
+    w: Wire,
+    /// Inline payload, or the sender's iovs (pulled when matched).
+    bytes: Vec<u8>,
+    remote: Vec<(u64, u64)>,
+}
+
+#[derive(Default)]
+struct Rx {
+    posted: VecDeque<Recv>,
+    unexpected: VecDeque<Unexpected>,
+}
+
+/// A mapped peer inbox.
+struct Peer {
+    seg: Segment,
+}
+
+/// An endpoint's transport, from `fi_enable` to `fi_close`.
+pub struct Xfer {
+    pub addr: Address,
+    inbox: Segment,
+    ep: *const Ep,
+    domain: *const Domain,
+    peers: Mutex<HashMap<Address, Arc<Peer>>>,
+    /// Peers found gone: operations to them fail at once.
+    dead: Mutex<std::collections::HashSet<Address>>,
+    pend: Mutex<PendTable>,
+    rx: Mutex<Rx>,
+    /// Responses that found the initiator's inbox full, sent first on the
+    /// next progress pass.
+    deferred: Mutex<VecDeque<(Address, Vec<u8>)>>,
+    /// One drainer of the inbox at a time.
+    drain: Mutex<()>,
+    /// When an application call last drove progress (ms since `epoch`).
+    app_poll: AtomicU64,
+    epoch: Instant,
+    stop: AtomicBool,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Operations posted and not completed (for tx_size_left).
+    pub inflight: AtomicUsize,
+    /// Buffered receives (rx_size_left).
+    pub posted_recvs: AtomicUsize,
+}
+
+// SAFETY: the raw pointers are to the endpoint and domain, which outlive
+// the transport (the endpoint stops and drops it before it is freed, and
+// holds its domain); contexts in the queues are opaque application values.
+unsafe impl Send for Xfer {}
+// SAFETY: as above; all mutable state is behind locks or atomics.
+unsafe impl Sync for Xfer {}
+
+/// Serializes atomics executed by this process.
+static ATOMIC_LOCK: Mutex<()> = Mutex::new(());
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Completion flags of an operation.
+fn cflags(k: &OpKind) -> u64 {
+    match k {
+        OpKind::Send { tagged: false, .. } => FI_MSG | FI_SEND,
+        OpKind::Send { tagged: true, .. } => FI_TAGGED | FI_SEND,
+        OpKind::Write => FI_RMA | FI_WRITE,
+        OpKind::Read => FI_RMA | FI_READ,
+        OpKind::Atomic {
+            kind: atomics::Kind::Base,
+            ..
+        } => FI_ATOMIC | FI_WRITE,
+        OpKind::Atomic { .. } => FI_ATOMIC | FI_READ,
+    }
+}
+
+/// Counter event indices (ep.rs CNTR_EVENTS order).
+const C_SEND: usize = 0;
+const C_RECV: usize = 1;
+const C_READ: usize = 2;
+const C_WRITE: usize = 3;
+const C_REMOTE_READ: usize = 4;
+const C_REMOTE_WRITE: usize = 5;
+
+impl Xfer {
+    /// Sets up the transport of an endpoint being enabled: its inbox and
+    /// its progress thread.
+    pub fn start(ep: &Ep, addr: Address) -> Result<Arc<Xfer>> {
+        shm::reap();
+        let inbox = Segment::create(&addr)?;
+        let x = Arc::new(Xfer {
+            addr,
+            inbox,
+            ep,
+            domain: ep.domain(),
+            peers: Mutex::new(HashMap::new()),
+            dead: Mutex::new(Default::default()),
+            pend: Mutex::new(PendTable::default()),
+            rx: Mutex::new(Rx::default()),
+            deferred: Mutex::new(VecDeque::new()),
+            drain: Mutex::new(()),
+            app_poll: AtomicU64::new(0),
+            epoch: Instant::now(),
+            stop: AtomicBool::new(false),
+            thread: Mutex::new(None),
+            inflight: AtomicUsize::new(0),
+            posted_recvs: AtomicUsize::new(0),
+        });
+        let t = Arc::clone(&x);
+        let h = std::thread::Builder::new()
+            .name("oxshm-progress".into())
+            .spawn(move || t.run())
+            .map_err(|e| {
+                crate::ox_log!(
+                    Warn,
+                    EpData,
+                    super::NAME,
+                    "cannot start the progress thread: {e}"
+                );
+                Error::NOMEM
+            })?;
+        *lock(&x.thread) = Some(h);
+        ep.domain().add_xfer(&x);
+        Ok(x)
+    }
+
+    /// Stops the progress thread and removes the inbox (endpoint close).
+    pub fn stop(self: &Arc<Xfer>) {
+        self.domain().remove_xfer(self);
+        self.stop.store(true, Ordering::Release);
+        self.inbox.ring();
+        if let Some(h) = lock(&self.thread).take() {
+            let _ = h.join();
+        }
+        self.inbox.close();
+        shm::reap();
+    }
+
+    fn ep(&self) -> &Ep {
+        // SAFETY: the endpoint outlives its transport.
+        unsafe { &*self.ep }
+    }
+
+    fn domain(&self) -> &Domain {
+        // SAFETY: the endpoint holds its domain.
+        unsafe { &*self.domain }
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64 + 1
+    }
+
+    fn run(self: Arc<Xfer>) {
+        let mut last_check = Instant::now();
+        while !self.stop.load(Ordering::Acquire) {
+            let n = self.progress_once(false);
+            if last_check.elapsed() >= PEER_CHECK {
+                self.check_peers();
+                last_check = Instant::now();
+            }
+            if n > 0 {
+                continue;
+            }
+            // A short spin catches the next message of a stream.
+            let spin = Instant::now();
+            while spin.elapsed() < Duration::from_micros(20) && !self.inbox.pending() {
+                std::hint::spin_loop();
+            }
+            if self.inbox.pending() {
+                continue;
+            }
+            let polled = self.app_poll.load(Ordering::Relaxed);
+            let app_active = polled != 0
+                && self.now_ms().saturating_sub(polled) < APP_POLL_GRACE.as_millis() as u64;
+            if app_active {
+                self.inbox.sleep(Duration::from_millis(1), false);
+            } else {
+                let pending = lock(&self.pend).live > 0 || !lock(&self.deferred).is_empty();
+                let t = if pending {
+                    PEER_CHECK
+                } else {
+                    Duration::from_millis(200)
+                };
+                self.inbox.sleep(t, true);
+            }
+        }
+    }
+
+    /// Progress driven by an application call (CQ or counter read).
+    pub fn progress_app(&self) {
+        self.app_poll.store(self.now_ms(), Ordering::Relaxed);
+        self.progress_once(true);
+    }
+
+    /// Drains the inbox (if no other thread is at it); returns the messages
+    /// handled.
+    pub fn progress_once(&self, app: bool) -> usize {
+        let Ok(_g) = self.drain.try_lock() else {
+            return 0;
+        };
+        self.flush_deferred();
+        let mut n = 0;
+        let max = if app { 64 } else { 1024 };
+        while n < max && self.inbox.recv(|m| self.handle(m)) {
+            n += 1;
+        }
+        n
+    }
+
+    // ------------------------------------------------------------- peers --
+
+    fn peer(&self, a: &Address) -> Result<Arc<Peer>> {
+        if let Some(p) = lock(&self.peers).get(a) {
+            return Ok(Arc::clone(p));
+        }
+        if lock(&self.dead).contains(a) {
+            return Err(Error::HOSTUNREACH);
+        }
+        let seg = Segment::open(a).map_err(|e| {
+            crate::ox_log!(
+                Warn,
+                EpData,
+                super::NAME,
+                "peer {a} is not reachable ({e}): is its endpoint enabled?"
+            );
+            Error::HOSTUNREACH
+        })?;
+        let p = Arc::new(Peer { seg });
+        lock(&self.peers).insert(*a, Arc::clone(&p));
+        Ok(p)
+    }
+
+    /// Fails the operations owed by peers that died or closed.
+    fn check_peers(&self) {
+        let peers: Vec<(Address, Arc<Peer>)> = lock(&self.peers)
+            .iter()
+            .map(|(a, p)| (*a, Arc::clone(p)))
+            .collect();
+        for (a, p) in peers {
+            if !p.seg.owner_gone() {
+                continue;
+            }
+            let died = !shm::alive(a.pid, p.seg.hdr().start_time.load(Ordering::Relaxed));
+            lock(&self.peers).remove(&a);
+            lock(&self.dead).insert(a);
+            lock(&self.deferred).retain(|(to, _)| *to != a);
+            let ids = lock(&self.pend).ids_for(&a);
+            if !ids.is_empty() || died {
+                crate::ox_log!(
+                    Warn,
+                    EpData,
+                    super::NAME,
+                    "peer {a} {}: {} pending operation(s) fail with FI_EIO",
+                    if died { "died" } else { "closed its endpoint" },
+                    ids.len()
+                );
+            }
+            for id in ids {
+                if let Some(op) = lock(&self.pend).take(id) {
+                    self.complete(op, Err(Error::IO));
+                }
+            }
+            if died {
+                shm::reap_peer(&a);
+            }
+        }
+    }
+
+    /// The address an AV handle names.
+    fn resolve(&self, dest: fi_addr_t) -> Result<Address> {
+        let en = self.ep().enabled().ok_or(Error::OPBADSTATE)?;
+        let av = en.bindings.av().ok_or(Error::NOAV)?;
+        match av.peer(dest) {
+            Some(p) => Ok(p.addr),
+            None => {
+                crate::ox_log!(
+                    Warn,
+                    EpData,
+                    super::NAME,
+                    "fi_addr 0x{dest:x} is not in the endpoint's AV"
+                );
+                Err(Error::INVAL)
+            }
+        }
+    }
+
+    /// The AV handle of `a` in the endpoint's AV (FI_ADDR_NOTAVAIL if absent).
+    fn source(&self, a: &Address) -> fi_addr_t {
+        self.ep()
+            .enabled()
+            .and_then(|e| e.bindings.av())
+            .and_then(|av| av.find(a))
+            .unwrap_or(FI_ADDR_NOTAVAIL)
+    }
+
+    fn auth_bytes(&self) -> Option<Vec<u8>> {
+        let ep = self.ep();
+        ep.auth_key.clone().or_else(|| ep.domain().auth_key.clone())
+    }
+
+    // ------------------------------------------------------- completions --
+
+    fn cq(&self, recv: bool) -> Option<(&Cq, bool)> {
+        let en = self.ep().enabled()?;
+        let b = en.bindings.cq[recv as usize].as_ref()?;
+        Some((b.get::<Cq>()?, b.flags & FI_SELECTIVE_COMPLETION != 0))
+    }
+
+    fn cntr(&self, i: usize) -> Option<&Cntr> {
+        self.ep().enabled()?.bindings.cntr(i)
+    }
+
+    /// Reports a finished transmit operation.
+    fn complete(&self, op: Pending, r: Result<()>) {
+        self.inflight.fetch_sub(1, Ordering::AcqRel);
+        match r {
+            Ok(()) => {
+                if let Some(c) = self.cntr(op.cntr) {
+                    c.count(op.len);
+                }
+                if op.report {
+                    if let Some((cq, _)) = self.cq(false) {
+                        let _ = cq.push(Completion {
+                            context: op.context,
+                            flags: op.cflags,
+                            len: op.len as usize,
+                            ..Default::default()
+                        });
+                    }
+                }
+            }
+            Err(e) => {
+                if let Some(c) = self.cntr(op.cntr) {
+                    c.inc_err(1);
+                }
+                if let Some((cq, _)) = self.cq(false) {
+                    let _ = cq.push_err(ErrCompletion {
+                        context: op.context,
+                        flags: op.cflags,
+                        len: 0,
+                        buf: std::ptr::null_mut(),
+                        data: op.data,
+                        tag: op.tag,
+                        olen: 0,
+                        err: e.0,
+                        prov_errno: e.0,
+                        ..ErrCompletion::default()
+                    });
+                }
+            }
+        }
+    }
+
+    // ------------------------------------------------------------ posting --
+
+    /// Posts a transmit operation. -FI_EAGAIN when the queue or the peer's
+    /// inbox is full (after driving progress once).
+    pub fn post(&self, p: &Post<'_>) -> Result<()> {
+        let dest = self.resolve(p.dest)?;
+        let ep = self.ep();
+        if self.inflight.load(Ordering::Acquire) >= ep.tx_size {
+            self.progress_app();
+            return Err(Error::AGAIN);
+        }
+        let inject = p.flags & FI_INJECT != 0;
+        let report = !inject
+            && match self.cq(false) {
+                Some((_, selective)) => !selective || p.flags & FI_COMPLETION != 0,
+                None => false,
+            };
+        let len: u64 = p.local.iter().map(|x| x.1).sum();
+        let (kind, cntr) = match p.kind {
+            OpKind::Send { .. } => (K_MSG, C_SEND),
+            OpKind::Write => (K_WRITE, C_WRITE),
+            OpKind::Read => (K_READ, C_READ),
+            OpKind::Atomic {
+                kind: atomics::Kind::Base,
+                ..
+            } => (K_ATOMIC, C_WRITE),
+            OpKind::Atomic { .. } => (K_ATOMIC, C_READ),
+        };
+        let auth = self.auth_bytes().unwrap_or_default();
+        if auth.len() > AUTH_MAX {
+            crate::ox_log!(
+                Warn,
+                EpData,
+                super::NAME,
+                "authorization keys over {AUTH_MAX} bytes are not supported"
+            );
+            return Err(Error::INVAL);
+        }
+        let mut w = Wire {
+            kind,
+            src_pid: self.addr.pid,
+            src_ep: self.addr.ep_id,
+            src_nonce: self.addr.nonce,
+            key: p.key,
+            addr: p.addr,
+            len,
+            data: p.data.unwrap_or(0),
+            auth_len: auth.len() as u32,
+            ..Default::default()
+        };
+        if p.data.is_some() {
+            w.flags |= W_DATA;
+        }
+        let mut sink = Vec::new();
+        let mut body = Vec::new();
+        match p.kind {
+            OpKind::Send { tagged, tag } => {
+                w.tag = tag;
+                if tagged {
+                    w.flags |= W_TAGGED;
+                }
+            }
+            OpKind::Atomic { kind, dt, op } => {
+                w.dt = dt;
+                w.aop = op;
+                w.akind = kind as u32;
+                sink = p.result.to_vec();
+            }
+            _ => {}
+        }
+        let inline = match p.kind {
+            OpKind::Read => len as usize <= INLINE,
+            OpKind::Atomic { .. } => true,
+            _ => len as usize <= INLINE || inject,
+        };
+        if inject && len as usize > INLINE {
+            return Err(Error::MSGSIZE);
+        }
+        if inline {
+            w.flags |= W_INLINE;
+            match p.kind {
+                // SAFETY: the application's buffers are readable (fi_rma(3)).
+                OpKind::Send { .. } | OpKind::Write => unsafe { gather(p.local, &mut body) },
+                OpKind::Atomic { kind, op, .. } => {
+                    if op != crate::abi::domain::fi_op::FI_ATOMIC_READ as u32 {
+                        // SAFETY: as above.
+                        unsafe { gather(p.local, &mut body) };
+                    }
+                    w.niov = body.len() as u32;
+                    if kind == atomics::Kind::Compare {
+                        // SAFETY: as above.
+                        unsafe { gather(p.compare, &mut body) };
+                    }
+                    if kind == atomics::Kind::Base {
+                        sink.clear();
+                    }
+                    w.len = if op == crate::abi::domain::fi_op::FI_ATOMIC_READ as u32 {
+                        p.result.iter().map(|x| x.1).sum()
+                    } else {
+                        len
+                    };
+                }
+                OpKind::Read => sink = p.local.to_vec(),
+            }
+        } else {
+            w.niov = p.local.len() as u32;
+            body = iov_bytes(p.local);
+        }
+        let peer = self.peer(&dest).ok();
+        let op = Pending {
+            context: p.context,
+            cflags: cflags(&p.kind),
+            len: w.len,
+            report,
+            cntr,
+            sink,
+            peer: dest,
+            tag: w.tag,
+            data: w.data,
+        };
+        let Some(peer) = peer else {
+            // The peer is gone or was never there: an error completion.
+            self.inflight.fetch_add(1, Ordering::AcqRel);
+            self.complete(op, Err(Error::HOSTUNREACH));
+            return Ok(());
+        };
+        let id = lock(&self.pend).insert(op);
+        w.op = id;
+        self.inflight.fetch_add(1, Ordering::AcqRel);
+        match peer.seg.send(&[w.bytes(), &auth, &body]) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                lock(&self.pend).take(id);
+                self.inflight.fetch_sub(1, Ordering::AcqRel);
+                if e == Error::AGAIN {
+                    self.progress_app();
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Posts a receive buffer; matches it against a message already here.
+    pub fn post_recv(&self, r: &RecvPost<'_>) -> Result<()> {
+        let src = if r.src == FI_ADDR_UNSPEC || r.src == FI_ADDR_NOTAVAIL {
+            None
+        } else {
+            Some(self.resolve(r.src)?)
+        };
+        let report = match self.cq(true) {
+            Some((_, selective)) => !selective || r.flags & FI_COMPLETION != 0,
+            None => false,
+        };
+        let recv = Recv {
+            tagged: r.tagged,
+            tag: r.tag,
+            ignore: r.ignore,
+            src,
+            iov: r.iov.to_vec(),
+            report,
+            context: r.context,
+        };
+        let mut rx = lock(&self.rx);
+        let found = rx.unexpected.iter().position(|u| matches(&recv, &u.w));
+        match found {
+            Some(i) => {
+                let u = rx.unexpected.remove(i).unwrap_or_else(|| unreachable!());
+                drop(rx);
+                self.deliver(recv, u.w, &u.bytes, &u.remote);
+            }
+            None => {
+                if rx.posted.len() >= self.ep().rx_size {
+                    return Err(Error::AGAIN);
+                }
+                rx.posted.push_back(recv);
+                self.posted_recvs.fetch_add(1, Ordering::AcqRel);
+            }
+        }
+        Ok(())
+    }
+
+    /// Cancels the posted receive with `context`: it completes with
+    /// FI_ECANCELED.
+    pub fn cancel(&self, context: *mut c_void) {
+        let mut rx = lock(&self.rx);
+        let Some(i) = rx.posted.iter().position(|r| r.context == context) else {
+            return;
+        };
+        let r = rx.posted.remove(i).unwrap_or_else(|| unreachable!());
+        self.posted_recvs.fetch_sub(1, Ordering::AcqRel);
+        drop(rx);
+        if let Some((cq, _)) = self.cq(true) {
+            let _ = cq.push_err(ErrCompletion {
+                context: r.context,
+                flags: FI_RECV | if r.tagged { FI_TAGGED } else { FI_MSG },
+                buf: r
+                    .iov
+                    .first()
+                    .map_or(std::ptr::null_mut(), |x| x.0 as *mut c_void),
+                tag: r.tag,
+                err: Error::CANCELED.0,
+                prov_errno: Error::CANCELED.0,
+                ..ErrCompletion::default()
+            });
+        }
+    }
+
+    // ------------------------------------------------------------- target --
+
+    fn handle(&self, m: &[u8]) {
+        let Some((w, rest)) = Wire::parse(m) else {
+            crate::ox_log!(
+                Warn,
+                EpData,
+                super::NAME,
+                "dropped a short message ({} bytes)",
+                m.len()
+            );
+            return;
+        };
+        if w.kind == K_RESP {
+            self.on_response(&w, rest);
+            return;
+        }
+        let auth_len = (w.auth_len as usize).min(rest.len()).min(AUTH_MAX);
+        let (auth, body) = rest.split_at(auth_len);
+        let r = match w.kind {
+            K_MSG => return self.on_message(&w, body),
+            K_WRITE => self.on_write(&w, auth, body),
+            K_READ => self.on_read(&w, auth, body),
+            K_ATOMIC => self.on_atomic(&w, auth, body),
+            k => {
+                crate::ox_log!(
+                    Warn,
+                    EpData,
+                    super::NAME,
+                    "dropped a message of unknown kind {k} from {}",
+                    w.src()
+                );
+                return;
+            }
+        };
+        let (status, out) = match r {
+            Ok(out) => (0, out),
+            Err(e) => (e.code(), Vec::new()),
+        };
+        self.respond(&w, status, &out);
+    }
+
+    fn respond(&self, req: &Wire, status: i32, out: &[u8]) {
+        if req.flags & W_NORESP != 0 {
+            return;
+        }
+        let w = Wire {
+            kind: K_RESP,
+            src_pid: self.addr.pid,
+            src_ep: self.addr.ep_id,
+            src_nonce: self.addr.nonce,
+            op: req.op,
+            len: out.len() as u64,
+            status,
+            ..Default::default()
+        };
+        let to = req.src();
+        let mut msg = w.bytes().to_vec();
+        msg.extend_from_slice(out);
+        self.send_to(to, msg);
+    }
+
+    fn send_to(&self, to: Address, msg: Vec<u8>) {
+        let mut d = lock(&self.deferred);
+        if d.is_empty() {
+            match self.peer(&to) {
+                Ok(p) => match p.seg.send(&[&msg]) {
+                    Ok(()) => return,
+                    Err(Error::AGAIN) => {}
+                    Err(_) => return,
+                },
+                Err(_) => return,
+            }
+        }
+        d.push_back((to, msg));
+    }
+
+    fn flush_deferred(&self) {
+        let mut d = lock(&self.deferred);
+        while let Some((to, msg)) = d.front() {
+            match self.peer(to) {
+                Ok(p) => match p.seg.send(&[msg]) {
+                    Err(Error::AGAIN) => return,
+                    _ => {
+                        d.pop_front();
+                    }
+                },
+                Err(_) => {
+                    d.pop_front();
+                }
+            }
+        }
+    }
+
+    /// Verifies an access against this endpoint's domain. The returned
+    /// guard keeps closes of the domain's regions waiting until dropped.
+    fn verify(
+        &self,
+        w: &Wire,
+        auth: &[u8],
+        want: Access,
+        len: u64,
+    ) -> Result<(crate::mr::Target, Active<'_>)> {
+        let d = self.domain();
+        let guard = Active::enter(d);
+        let digest = (!auth.is_empty()).then(|| d.registry.auth_digest(auth));
+        match d.registry.verify(w.key, w.addr, len, want, digest) {
+            Ok(t) => Ok((t, guard)),
+            Err(e) => {
+                crate::ox_log!(
+                    Info,
+                    EpData,
+                    super::NAME,
+                    "refused remote access from {}: key 0x{:x} addr 0x{:x} len {len} needs {want:?}: {}",
+                    w.src(),
+                    w.key,
+                    w.addr,
+                    e
+                );
+                Err(e)
+            }
+        }
+    }
+
+    /// Counts an accepted remote access at the endpoint counter and at
+    /// counters bound to the region (fi_mr_bind).
+    fn count_remote(&self, key: u64, event: usize, len: u64) {
+        if let Some(c) = self.cntr(event) {
+            c.count(len);
+        }
+        let flag = if event == C_REMOTE_WRITE {
+            FI_REMOTE_WRITE
+        } else {
+            FI_REMOTE_READ
+        };
+        self.domain().for_each_mr_cntr(key, flag, |c| c.count(len));
+    }
+
+    fn remote_data(&self, w: &Wire, flags: u64, len: u64) {
+        if w.flags & W_DATA == 0 {
+            return;
+        }
+        if let Some((cq, _)) = self.cq(true) {
+            let _ = cq.push(Completion {
+                flags: flags | FI_REMOTE_CQ_DATA,
+                len: len as usize,
+                data: w.data,
+                src: self.source(&w.src()),
+                ..Default::default()
+            });
+        }
+    }
+
+    fn allocated(&self) -> bool {
+        self.domain().mr_mode & FI_MR_ALLOCATED != 0
+    }
+
+    fn on_write(&self, w: &Wire, auth: &[u8], body: &[u8]) -> Result<Vec<u8>> {
+        let (t, _active) = self.verify(w, auth, Access::REMOTE_WRITE, w.len)?;
+        if w.flags & W_INLINE != 0 {
+            if body.len() as u64 != w.len {
+                return Err(Error::INVAL);
+            }
+            let mut b = body.to_vec();
+            own_copy(t.pieces(), &mut b, true, !self.allocated())?;
+        } else {
+            let remote = parse_iovs(body, w.niov as usize).ok_or(Error::INVAL)?;
+            cross_copy(w.src_pid, t.pieces(), &remote, w.len, true)?;
+        }
+        drop(_active);
+        self.count_remote(w.key, C_REMOTE_WRITE, w.len);
+        self.remote_data(w, FI_RMA | FI_REMOTE_WRITE, w.len);
+        Ok(Vec::new())
+    }
+
+    fn on_read(&self, w: &Wire, auth: &[u8], body: &[u8]) -> Result<Vec<u8>> {
+        let (t, _active) = self.verify(w, auth, Access::REMOTE_READ, w.len)?;
+        let out = if w.flags & W_INLINE != 0 {
+            let mut b = vec![0u8; w.len as usize];
+            own_copy(t.pieces(), &mut b, false, !self.allocated())?;
+            b
+        } else {
+            let remote = parse_iovs(body, w.niov as usize).ok_or(Error::INVAL)?;
+            cross_copy(w.src_pid, t.pieces(), &remote, w.len, false)?;
+            Vec::new()
+        };
+        drop(_active);
+        self.count_remote(w.key, C_REMOTE_READ, w.len);
+        Ok(out)
+    }
+
+    fn on_atomic(&self, w: &Wire, auth: &[u8], body: &[u8]) -> Result<Vec<u8>> {
+        let kind = match w.akind {
+            0 => atomics::Kind::Base,
+            1 => atomics::Kind::Fetch,
+            2 => atomics::Kind::Compare,
+            _ => return Err(Error::INVAL),
+        };
+        if !atomics::valid(kind, w.dt, w.aop) {
+            return Err(Error::OPNOTSUPP);
+        }
+        let read_only = w.aop == crate::abi::domain::fi_op::FI_ATOMIC_READ as u32;
+        let want = match (kind, read_only) {
+            (_, true) => Access::REMOTE_READ,
+            (atomics::Kind::Base, false) => Access::REMOTE_WRITE,
+            _ => Access::REMOTE_READ | Access::REMOTE_WRITE,
+        };
+        let len = w.len;
+        if len as usize > ATOMIC_MAX {
+            return Err(Error::MSGSIZE);
+        }
+        let n_operand = w.niov as usize;
+        if n_operand > body.len() {
+            return Err(Error::INVAL);
+        }
+        let (operand, compare) = body.split_at(n_operand);
+        let (t, _active) = self.verify(w, auth, want, len)?;
+        let mut target = vec![0u8; len as usize];
+        let mut result = if kind == atomics::Kind::Base {
+            None
+        } else {
+            Some(vec![0u8; len as usize])
+        };
+        {
+            let _g = lock(&ATOMIC_LOCK);
+            own_copy(t.pieces(), &mut target, false, !self.allocated())?;
+            atomics::apply(
+                kind,
+                w.dt,
+                w.aop,
+                &mut target,
+                operand,
+                compare,
+                result.as_deref_mut(),
+            )?;
+            if !read_only {
+                own_copy(t.pieces(), &mut target, true, !self.allocated())?;
+            }
+        }
+        drop(_active);
+        let event = if read_only {
+            C_REMOTE_READ
+        } else {
+            C_REMOTE_WRITE
+        };
+        self.count_remote(w.key, event, len);
+        self.remote_data(
+            w,
+            FI_ATOMIC
+                | if read_only {
+                    FI_REMOTE_READ
+                } else {
+                    FI_REMOTE_WRITE
+                },
+            len,
+        );
+        Ok(result.unwrap_or_default())
+    }
+
+    fn on_message(&self, w: &Wire, body: &[u8]) {
+        let src = w.src();
+        let mut rx = lock(&self.rx);
+        let found = rx.posted.iter().position(|r| matches(r, w));
+        match found {
+            Some(i) => {
+                let r = rx.posted.remove(i).unwrap_or_else(|| unreachable!());
+                self.posted_recvs.fetch_sub(1, Ordering::AcqRel);
+                drop(rx);
+                let remote = if w.flags & W_INLINE != 0 {
+                    Vec::new()
+                } else {
+                    parse_iovs(body, w.niov as usize).unwrap_or_default()
+                };
+                let bytes = if w.flags & W_INLINE != 0 {
+                    body
+                } else {
+                    &[][..]
+                };
+                self.deliver(r, *w, bytes, &remote);
+            }
+            None => {
+                let inline = w.flags & W_INLINE != 0;
+                rx.unexpected.push_back(Unexpected {
+                    w: *w,
+                    bytes: if inline { body.to_vec() } else { Vec::new() },
+                    remote: if inline {
+                        Vec::new()
+                    } else {
+                        parse_iovs(body, w.niov as usize).unwrap_or_default()
+                    },
+                });
+                drop(rx);
+                // An inline message is buffered here: its sender is done.
+                if inline {
+                    self.respond(w, 0, &[]);
+                }
+                let _ = src;
+            }
+        }
+    }
+
+    /// Fills a receive with a message and completes both sides.
+    fn deliver(&self, r: Recv, w: Wire, bytes: &[u8], remote: &[(u64, u64)]) {
+        let inline = w.flags & W_INLINE != 0;
+        let room: u64 = r.iov.iter().map(|x| x.1).sum();
+        let take = w.len.min(room);
+        let mut status = Ok(());
+        if inline {
+            // SAFETY: the receive buffers are the application's writable
+            // memory (fi_msg(3)).
+            unsafe { scatter(&bytes[..take as usize], &r.iov) };
+        } else {
+            let mut want = Vec::new();
+            let mut left = take;
+            for &(a, l) in &r.iov {
+                if left == 0 {
+                    break;
+                }
+                let n = l.min(left);
+                want.push((a, n));
+                left -= n;
+            }
+            status = cross_copy(w.src_pid, &want, remote, take, true);
+            // The sender's buffers are released whatever happened.
+            self.respond(&w, status.err().map_or(0, |e| e.code()), &[]);
+        }
+        let tagged = w.flags & W_TAGGED != 0;
+        let flags = FI_RECV
+            | if tagged { FI_TAGGED } else { FI_MSG }
+            | if w.flags & W_DATA != 0 {
+                FI_REMOTE_CQ_DATA
+            } else {
+                0
+            };
+        let buf = r
+            .iov
+            .first()
+            .map_or(std::ptr::null_mut(), |x| x.0 as *mut c_void);
+        let truncated = w.len > room;
+        match status {
+            Ok(()) if !truncated => {
+                if let Some(c) = self.cntr(C_RECV) {
+                    c.count(take);
+                }
+                if r.report {
+                    if let Some((cq, _)) = self.cq(true) {
+                        let _ = cq.push(Completion {
+                            context: r.context,
+                            flags,
+                            len: take as usize,
+                            buf,
+                            data: w.data,
+                            tag: w.tag,
+                            src: self.source(&w.src()),
+                        });
+                    }
+                }
+            }
+            _ => {
+                let err = match status {
+                    Err(e) => e.0,
+                    Ok(()) => Error::TRUNC.0,
+                };
+                if truncated {
+                    crate::ox_log!(
+                        Info,
+                        EpData,
+                        super::NAME,
+                        "message of {} bytes truncated to the receive buffer's {room}",
+                        w.len
+                    );
+                }
+                if let Some(c) = self.cntr(C_RECV) {
+                    c.inc_err(1);
+                }
+                if let Some((cq, _)) = self.cq(true) {
+                    let _ = cq.push_err(ErrCompletion {
+                        context: r.context,
+                        flags,
+                        len: take as usize,
+                        buf,
+                        data: w.data,
+                        tag: w.tag,
+                        olen: (w.len - take) as usize,
+                        err,
+                        prov_errno: err,
+                        ..ErrCompletion::default()
+                    });
+                }
+            }
+        }
+    }
+
+    fn on_response(&self, w: &Wire, body: &[u8]) {
+        let Some(op) = lock(&self.pend).take(w.op) else {
+            return;
+        };
+        let r = if w.status == 0 {
+            if !op.sink.is_empty() && !body.is_empty() {
+                // SAFETY: the sink iovs are the application's result or
+                // read buffers, writable until this completion.
+                unsafe { scatter(body, &op.sink) };
+            }
+            Ok(())
+        } else {
+            Err(Error::from_code(w.status))
+        };
+        self.complete(op, r);
+    }
+}
+
+/// Whether a posted receive takes a message.
+fn matches(r: &Recv, w: &Wire) -> bool {
+    let tagged = w.flags & W_TAGGED != 0;
+    r.tagged == tagged
+        && (!tagged || (r.tag & !r.ignore) == (w.tag & !r.ignore))
+        && r.src.is_none_or(|s| s == w.src())
+}
+
+/// A remote access in progress in a domain: region closes wait for it.
+pub struct Active<'a>(&'a Domain);
+
+impl<'a> Active<'a> {
+    fn enter(d: &'a Domain) -> Active<'a> {
+        d.active.fetch_add(1, Ordering::SeqCst);
+        Active(d)
+    }
+}
+
+impl Drop for Active<'_> {
+    fn drop(&mut self) {
+        self.0.active.fetch_sub(1, Ordering::SeqCst);
+    }
+}
