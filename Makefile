@@ -174,6 +174,7 @@ stress:
 # engine's verification path (criterion).
 bench: lib deps
 	BUILD=$(BUILD) bash bench/run.sh
+	BUILD=$(BUILD) bash bench/rma_run.sh
 	$(CARGO) bench --bench verify
 
 clean:

@@ -316,7 +316,7 @@ impl Cntr {
     /// fi_cntr_wait: 0 once the count reaches `threshold`, -FI_EAVAIL if the
     /// error count changes first, -FI_ETIMEDOUT after `timeout` ms.
     fn wait_for(&self, threshold: u64, timeout: c_int) -> Result<()> {
-        self.domain().progress();
+        self.domain().progress_before_wait();
         self.observe();
         let errors = self.errors();
         if self.value() >= threshold {

@@ -311,14 +311,24 @@ impl Domain {
     }
 
     /// Progress driven by an application call on one of the domain's CQs
-    /// or counters.
+    /// or counters that returns at once.
     pub fn progress(&self) {
+        self.progress_as(true);
+    }
+
+    /// Progress before a call blocks (fi_cq_sread, fi_cntr_wait): the
+    /// progress threads go on serving the endpoints meanwhile.
+    pub fn progress_before_wait(&self) {
+        self.progress_as(false);
+    }
+
+    fn progress_as(&self, polling: bool) {
         if self.n_xfers.load(Ordering::Acquire) == 0 {
             return;
         }
         let v = self.xfers.read().unwrap_or_else(|e| e.into_inner());
         for x in v.iter() {
-            x.progress_app();
+            x.progress_app(polling);
         }
     }
 

@@ -128,13 +128,40 @@ fn os_err(what: &str, name: &CString) -> Error {
     }
 }
 
+/// This process's pid, without a system call per message. A fork child
+/// forgets the cached value (pthread_atfork), so it never uses its
+/// parent's.
+pub fn my_pid() -> u32 {
+    static PID: AtomicU32 = AtomicU32::new(0);
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    extern "C" fn forget() {
+        PID.store(0, Ordering::Relaxed);
+    }
+    let p = PID.load(Ordering::Relaxed);
+    if p != 0 {
+        return p;
+    }
+    ONCE.call_once(|| {
+        // SAFETY: registers a handler that only stores an atomic.
+        unsafe { libc::pthread_atfork(None, None, Some(forget)) };
+    });
+    let p = std::process::id();
+    PID.store(p, Ordering::Relaxed);
+    p
+}
+
 /// Start time of `pid` in clock ticks since boot, or None when it is gone.
 pub fn start_time(pid: u32) -> Option<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) may hold spaces and parentheses; the
     // fields after it start after the last ')'.
     let rest = &s[s.rfind(')')? + 2..];
-    rest.split(' ').nth(19)?.parse().ok()
+    let mut fields = rest.split(' ');
+    // A zombie (killed, not yet waited for) or dead task is gone for us.
+    if matches!(fields.next()?, "Z" | "X" | "x") {
+        return None;
+    }
+    fields.nth(18)?.parse().ok()
 }
 
 /// Whether the process `pid` that started at `start` still runs.
@@ -321,7 +348,7 @@ impl Segment {
             }
         }
         let c = self.cell_head(pos);
-        c.pid.store(std::process::id(), Ordering::Relaxed);
+        c.pid.store(my_pid(), Ordering::Relaxed);
         c.len.store(len as u32, Ordering::Relaxed);
         let mut at = CELL_HEAD;
         for p in parts {
@@ -504,6 +531,16 @@ fn reap_one(name: &str, pid: u32) -> bool {
     if fd < 0 {
         return false;
     }
+    // An object another process has created but not sized yet has no
+    // header page: reading a mapping of it would raise SIGBUS.
+    // SAFETY: an all-zero stat is a valid out-parameter.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fd is open; st is writable.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 || (st.st_size as usize) < HEADER {
+        // SAFETY: fd is ours.
+        unsafe { libc::close(fd) };
+        return false;
+    }
     // SAFETY: a read-only mapping of the header page.
     let p = unsafe {
         libc::mmap(
@@ -520,8 +557,8 @@ fn reap_one(name: &str, pid: u32) -> bool {
     let dead = if p == libc::MAP_FAILED {
         start_time(pid).is_none()
     } else {
-        // SAFETY: the page starts with a Header (or zeros, for a segment
-        // still being created: magic 0, and its owner is alive).
+        // SAFETY: the object is at least a header page long; it starts with
+        // a Header (or zeros, for a segment still being set up: magic 0).
         let h = unsafe { &*(p as *const Header) };
         let dead = if h.magic.load(Ordering::Acquire) == MAGIC {
             !alive(

@@ -70,9 +70,12 @@ pub const ATOMIC_MAX: usize = 256;
 pub const IOV_MAX: usize = 4;
 /// How often the progress thread checks the peers that owe responses.
 pub const PEER_CHECK: Duration = Duration::from_millis(50);
-/// How long after an application call the progress thread leaves the inbox
-/// to the application.
+/// How long the progress thread leaves the inbox to an application that
+/// polls (it looks again after this long, and steps in when no poll came).
 pub const APP_POLL_GRACE: Duration = Duration::from_millis(2);
+/// Iterations the progress thread spins for the next message before it
+/// sleeps (a few microseconds).
+const SPIN: u32 = 2000;
 
 // Request and response kinds.
 const K_MSG: u32 = 1;
@@ -287,37 +290,40 @@ fn advance(v: &mut Vec<libc::iovec>, mut n: usize) {
     }
 }
 
-/// Copies between this process's own memory and a buffer, refusing
-/// unmapped pages when the domain did not promise FI_MR_ALLOCATED (one
-/// process_vm call on ourselves instead of a fault).
-fn own_copy(pieces: &[(u64, u64)], buf: &mut [u8], into_pieces: bool, checked: bool) -> Result<()> {
-    if !checked {
-        let mut at = 0usize;
-        for &(a, l) in pieces {
-            let l = l as usize;
-            // SAFETY: the engine verified that these bytes are registered,
-            // and the domain's FI_MR_ALLOCATED says registered memory is
-            // backed.
-            unsafe {
-                if into_pieces {
-                    std::ptr::copy_nonoverlapping(buf[at..].as_ptr(), a as *mut u8, l);
-                } else {
-                    std::ptr::copy_nonoverlapping(a as *const u8, buf[at..].as_mut_ptr(), l);
-                }
-            }
-            at += l;
-        }
-        return Ok(());
+/// Copies the target's own verified `pieces` into `buf`. Without
+/// FI_MR_ALLOCATED (`checked`), registered memory may be unmapped: the copy
+/// is then one process_vm_readv on ourselves, which fails cleanly
+/// (-FI_EFAULT) instead of faulting.
+fn own_copy(pieces: &[(u64, u64)], buf: &mut [u8], checked: bool) -> Result<()> {
+    if checked {
+        let me = [(buf.as_mut_ptr() as u64, buf.len() as u64)];
+        return cross_copy(shm::my_pid(), &me, pieces, buf.len() as u64, true);
     }
-    let me = [(buf.as_mut_ptr() as u64, buf.len() as u64)];
-    // Reading our own pieces into buf is a "pull" from ourselves.
-    cross_copy(
-        std::process::id(),
-        &me,
-        pieces,
-        buf.len() as u64,
-        !into_pieces,
-    )
+    let mut at = 0usize;
+    for &(a, l) in pieces {
+        let l = l as usize;
+        // SAFETY: the engine verified that these bytes are registered, and
+        // FI_MR_ALLOCATED says registered memory stays backed.
+        unsafe { std::ptr::copy_nonoverlapping(a as *const u8, buf[at..].as_mut_ptr(), l) };
+        at += l;
+    }
+    Ok(())
+}
+
+/// Copies `src` into the target's own verified `pieces` (see [`own_copy`]).
+fn copy_in(pieces: &[(u64, u64)], src: &[u8], checked: bool) -> Result<()> {
+    if checked {
+        let me = [(src.as_ptr() as u64, src.len() as u64)];
+        return cross_copy(shm::my_pid(), &me, pieces, src.len() as u64, false);
+    }
+    let mut at = 0usize;
+    for &(a, l) in pieces {
+        let l = l as usize;
+        // SAFETY: as in own_copy.
+        unsafe { std::ptr::copy_nonoverlapping(src[at..].as_ptr(), a as *mut u8, l) };
+        at += l;
+    }
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------
@@ -480,11 +486,13 @@ pub struct Xfer {
     deferred: Mutex<VecDeque<(Address, Vec<u8>)>>,
     /// One drainer of the inbox at a time.
     drain: Mutex<()>,
-    /// When an application call last drove progress (ms since `epoch`).
-    app_poll: AtomicU64,
-    epoch: Instant,
+    /// Application calls that drove progress (a count, not a time: reading
+    /// the clock on every poll costs more than the poll).
+    app_polls: AtomicU64,
     stop: AtomicBool,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// When the peers were last checked.
+    last_check: Mutex<Instant>,
     /// Operations posted and not completed (for tx_size_left).
     pub inflight: AtomicUsize,
     /// Buffered receives (rx_size_left).
@@ -545,10 +553,10 @@ impl Xfer {
             rx: Mutex::new(Rx::default()),
             deferred: Mutex::new(VecDeque::new()),
             drain: Mutex::new(()),
-            app_poll: AtomicU64::new(0),
-            epoch: Instant::now(),
+            app_polls: AtomicU64::new(0),
             stop: AtomicBool::new(false),
             thread: Mutex::new(None),
+            last_check: Mutex::new(Instant::now()),
             inflight: AtomicUsize::new(0),
             posted_recvs: AtomicUsize::new(0),
         });
@@ -592,49 +600,62 @@ impl Xfer {
         unsafe { &*self.domain }
     }
 
-    fn now_ms(&self) -> u64 {
-        self.epoch.elapsed().as_millis() as u64 + 1
+    /// Whether the application drove progress since the last look.
+    fn app_active(&self, seen: &mut u64) -> bool {
+        let n = self.app_polls.load(Ordering::Relaxed);
+        let active = n != *seen;
+        *seen = n;
+        active
     }
 
     fn run(self: Arc<Xfer>) {
-        let mut last_check = Instant::now();
+        let mut seen = 0;
         while !self.stop.load(Ordering::Acquire) {
-            let n = self.progress_once(false);
-            if last_check.elapsed() >= PEER_CHECK {
-                self.check_peers();
-                last_check = Instant::now();
-            }
-            if n > 0 {
+            self.maybe_check_peers();
+            // While the application polls, the inbox is its to drain: the
+            // thread stays off the CPUs and only steps in when the polling
+            // stops for APP_POLL_GRACE.
+            if self.app_active(&mut seen) {
+                self.inbox.sleep(APP_POLL_GRACE, false);
                 continue;
             }
-            // A short spin catches the next message of a stream.
-            let spin = Instant::now();
-            while spin.elapsed() < Duration::from_micros(20) && !self.inbox.pending() {
+            if self.progress_once(false) > 0 {
+                continue;
+            }
+            // A short spin (some microseconds) catches the next message of
+            // a stream.
+            for _ in 0..SPIN {
+                if self.inbox.pending() {
+                    break;
+                }
                 std::hint::spin_loop();
             }
             if self.inbox.pending() {
                 continue;
             }
-            let polled = self.app_poll.load(Ordering::Relaxed);
-            let app_active = polled != 0
-                && self.now_ms().saturating_sub(polled) < APP_POLL_GRACE.as_millis() as u64;
-            if app_active {
-                self.inbox.sleep(Duration::from_millis(1), false);
+            let pending = lock(&self.pend).live > 0 || !lock(&self.deferred).is_empty();
+            let t = if pending {
+                PEER_CHECK
             } else {
-                let pending = lock(&self.pend).live > 0 || !lock(&self.deferred).is_empty();
-                let t = if pending {
-                    PEER_CHECK
-                } else {
-                    Duration::from_millis(200)
-                };
-                self.inbox.sleep(t, true);
-            }
+                Duration::from_millis(200)
+            };
+            self.inbox.sleep(t, true);
         }
     }
 
-    /// Progress driven by an application call (CQ or counter read).
-    pub fn progress_app(&self) {
-        self.app_poll.store(self.now_ms(), Ordering::Relaxed);
+    /// Progress driven by an application call (CQ or counter read);
+    /// `polling` for calls that return at once (the application will call
+    /// again), not for one about to block.
+    pub fn progress_app(&self, polling: bool) {
+        if polling {
+            let n = self.app_polls.load(Ordering::Relaxed).wrapping_add(1);
+            self.app_polls.store(n, Ordering::Relaxed);
+            // Peers are checked from here too, so that a starved progress
+            // thread cannot delay the failure of their operations.
+            if n % 4096 == 0 {
+                self.maybe_check_peers();
+            }
+        }
         self.progress_once(true);
     }
 
@@ -674,6 +695,18 @@ impl Xfer {
         let p = Arc::new(Peer { seg });
         lock(&self.peers).insert(*a, Arc::clone(&p));
         Ok(p)
+    }
+
+    /// Runs [`Xfer::check_peers`] if no thread did for [`PEER_CHECK`].
+    fn maybe_check_peers(&self) {
+        let Ok(mut last) = self.last_check.try_lock() else {
+            return;
+        };
+        if last.elapsed() >= PEER_CHECK {
+            *last = Instant::now();
+            drop(last);
+            self.check_peers();
+        }
     }
 
     /// Fails the operations owed by peers that died or closed.
@@ -805,7 +838,7 @@ impl Xfer {
         let dest = self.resolve(p.dest)?;
         let ep = self.ep();
         if self.inflight.load(Ordering::Acquire) >= ep.tx_size {
-            self.progress_app();
+            self.progress_app(true);
             return Err(Error::AGAIN);
         }
         let inject = p.flags & FI_INJECT != 0;
@@ -932,7 +965,7 @@ impl Xfer {
                 lock(&self.pend).take(id);
                 self.inflight.fetch_sub(1, Ordering::AcqRel);
                 if e == Error::AGAIN {
-                    self.progress_app();
+                    self.progress_app(true);
                 }
                 Err(e)
             }
@@ -965,7 +998,7 @@ impl Xfer {
             Some(i) => {
                 let u = rx.unexpected.remove(i).unwrap_or_else(|| unreachable!());
                 drop(rx);
-                self.deliver(recv, u.w, &u.bytes, &u.remote);
+                self.deliver(recv, u.w, &u.bytes, &u.remote, true);
             }
             None => {
                 if rx.posted.len() >= self.ep().rx_size {
@@ -1167,8 +1200,7 @@ impl Xfer {
             if body.len() as u64 != w.len {
                 return Err(Error::INVAL);
             }
-            let mut b = body.to_vec();
-            own_copy(t.pieces(), &mut b, true, !self.allocated())?;
+            copy_in(t.pieces(), body, !self.allocated())?;
         } else {
             let remote = parse_iovs(body, w.niov as usize).ok_or(Error::INVAL)?;
             cross_copy(w.src_pid, t.pieces(), &remote, w.len, true)?;
@@ -1183,7 +1215,7 @@ impl Xfer {
         let (t, _active) = self.verify(w, auth, Access::REMOTE_READ, w.len)?;
         let out = if w.flags & W_INLINE != 0 {
             let mut b = vec![0u8; w.len as usize];
-            own_copy(t.pieces(), &mut b, false, !self.allocated())?;
+            own_copy(t.pieces(), &mut b, !self.allocated())?;
             b
         } else {
             let remote = parse_iovs(body, w.niov as usize).ok_or(Error::INVAL)?;
@@ -1229,7 +1261,7 @@ impl Xfer {
         };
         {
             let _g = lock(&ATOMIC_LOCK);
-            own_copy(t.pieces(), &mut target, false, !self.allocated())?;
+            own_copy(t.pieces(), &mut target, !self.allocated())?;
             atomics::apply(
                 kind,
                 w.dt,
@@ -1240,7 +1272,7 @@ impl Xfer {
                 result.as_deref_mut(),
             )?;
             if !read_only {
-                own_copy(t.pieces(), &mut target, true, !self.allocated())?;
+                copy_in(t.pieces(), &target, !self.allocated())?;
             }
         }
         drop(_active);
@@ -1282,7 +1314,7 @@ impl Xfer {
                 } else {
                     &[][..]
                 };
-                self.deliver(r, *w, bytes, &remote);
+                self.deliver(r, *w, bytes, &remote, false);
             }
             None => {
                 let inline = w.flags & W_INLINE != 0;
@@ -1306,7 +1338,7 @@ impl Xfer {
     }
 
     /// Fills a receive with a message and completes both sides.
-    fn deliver(&self, r: Recv, w: Wire, bytes: &[u8], remote: &[(u64, u64)]) {
+    fn deliver(&self, r: Recv, w: Wire, bytes: &[u8], remote: &[(u64, u64)], buffered: bool) {
         let inline = w.flags & W_INLINE != 0;
         let room: u64 = r.iov.iter().map(|x| x.1).sum();
         let take = w.len.min(room);
@@ -1315,6 +1347,11 @@ impl Xfer {
             // SAFETY: the receive buffers are the application's writable
             // memory (fi_msg(3)).
             unsafe { scatter(&bytes[..take as usize], &r.iov) };
+            // An inline message that waited in the unexpected queue was
+            // acknowledged when it was buffered.
+            if !buffered {
+                self.respond(&w, 0, &[]);
+            }
         } else {
             let mut want = Vec::new();
             let mut left = take;
