@@ -15,7 +15,7 @@ LIB := $(BUILD)/libfabric.so.1
 CFLAGS_TEST := -Wall -Wextra -Werror -g -O1
 
 .PHONY: all lib headers headers-check install run test test-rust test-c test-exports \
-	test-upstream-bin test-install test-layout lint deps bench clean \
+	test-upstream-bin test-install test-layout test-stress-smoke lint deps bench clean \
 	fuzz fuzz-smoke stress
 
 all: lib
@@ -80,15 +80,16 @@ $(UPSTREAM)/.done:
 	bash ../shared/tools/upstream-libfabric.sh $(UPSTREAM) | tail -2
 	@touch $@
 
-test: deps headers-check lint test-rust test-layout test-c test-exports test-upstream-bin test-install fuzz-smoke
+test: deps headers-check lint test-rust test-layout test-c test-stress-smoke test-exports test-upstream-bin test-install fuzz-smoke
 	@echo "make test: all suites passed"
 
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-test-rust:
-	$(CARGO) test --workspace
+test-rust: deps
+	OXFABRIC_LAYOUT_2_1=$(abspath $(UPSTREAM))/2.1/include OXFABRIC_LAYOUT_1_17=/usr/include \
+		$(CARGO) test --workspace
 
 test-layout: deps
 	OXFABRIC_LAYOUT_2_1=$(abspath $(UPSTREAM))/2.1/include OXFABRIC_LAYOUT_1_17=/usr/include \
@@ -167,8 +168,15 @@ fuzz: $(FUZZ_BIN)
 # Concurrency (src/mr/stress.rs): writers registering and closing while
 # verifiers check keys, with OX_STRESS_N registrations per test.
 STRESS_N ?= 5000000
-stress:
+stress: deps lib
 	OX_STRESS_N=$(STRESS_N) $(CARGO) test --release --lib mr::stress -- --nocapture
+	BUILD=$(BUILD) bash capi-tests/stress.sh 60
+
+# The data-path stress (4 processes x 2 endpoints, mixed RMA, atomics and
+# messages while MRs are registered, rotated and closed), 5 s, plain and
+# under ASan.
+test-stress-smoke: deps lib
+	BUILD=$(BUILD) bash capi-tests/stress.sh 5
 
 # Registration against Debian's libfabric shm in the same run (C), then the
 # engine's verification path (criterion).

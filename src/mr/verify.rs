@@ -39,7 +39,7 @@
 //! - `address + length` overflowing u64 is out of range (`ACCES`).
 //! - An empty `access` asks for no rights (range and state checks only).
 
-use super::region::{Access, RegFlags};
+use super::region::{Access, Handle, RegFlags};
 use super::registry::{Registry, Snap};
 use super::slot::*;
 use crate::error::{Error, Result};
@@ -54,6 +54,8 @@ pub struct Target {
     pub context: u64,
     /// The region's slot (dense, for per-region side tables).
     pub slot: u32,
+    /// The region's handle: what the provider keyed its own state by.
+    pub handle: Handle,
     pub flags: RegFlags,
     pub iface: u8,
     pieces: Pieces,
@@ -207,6 +209,11 @@ impl Registry {
             return Ok(Target {
                 context: snap.context,
                 slot,
+                handle: Handle {
+                    slot,
+                    gen: gen_of(seq),
+                    key,
+                },
                 flags,
                 iface: meta_iface(snap.meta),
                 pieces,

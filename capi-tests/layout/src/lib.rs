@@ -4,7 +4,7 @@
 //! size), enum (size, each value), constant (value) and type alias (size,
 //! alignment, signedness) in `src/abi` agrees with three sets of C headers:
 //! Debian's libfabric 1.17 (`/usr/include/rdma`), upstream 2.1
-//! (`/work/upstream/2.1/include/rdma`) and oxfabric's own generated
+//! (`build/upstream/2.1/include/rdma`, where `make deps` unpacks them) and oxfabric's own generated
 //! `include/rdma`; and that every name those upstream headers define exists
 //! in ours.
 //!
@@ -196,6 +196,7 @@ pub fn default_sets(workspace: &Path) -> Vec<HeaderSet> {
             include: pick(
                 "OXFABRIC_LAYOUT_2_1",
                 &[
+                    workspace.join("build/upstream/2.1/include"),
                     PathBuf::from("/work/upstream/2.1/include"),
                     workspace.join("upstream/2.1/include"),
                 ],

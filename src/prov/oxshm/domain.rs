@@ -40,9 +40,10 @@ pub struct Domain {
     /// The bound EQ when its flags include FI_REG_MR (read on every
     /// registration, so kept apart from the mutex).
     reg_mr: AtomicPtr<Eq>,
-    /// fi_mr_bind bindings by MR key, and how many MRs have any (so that
+    /// fi_mr_bind bindings by MR (engine handle: a key reused by a later
+    /// registration is another entry), and how many MRs have any (so that
     /// closing an unbound MR takes no lock).
-    bindings: Mutex<std::collections::HashMap<u64, Vec<mr::Bound>>>,
+    bindings: Mutex<std::collections::HashMap<crate::mr::Handle, Vec<mr::Bound>>>,
     bound_mrs: std::sync::atomic::AtomicUsize,
     /// Remote accesses verified and not finished (see `xfer.rs`): a region
     /// close waits for them.
@@ -241,23 +242,23 @@ pub unsafe fn open(
 }
 
 impl Domain {
-    /// Records an fi_mr_bind binding of the MR with `key`.
-    pub fn add_binding(&self, key: u64, b: mr::Bound) {
+    /// Records an fi_mr_bind binding of the MR `h`.
+    pub fn add_binding(&self, h: crate::mr::Handle, b: mr::Bound) {
         let mut m = self.bindings.lock().unwrap_or_else(|e| e.into_inner());
-        let list = m.entry(key).or_default();
+        let list = m.entry(h).or_default();
         if list.is_empty() {
             self.bound_mrs.fetch_add(1, Ordering::AcqRel);
         }
         list.push(b);
     }
 
-    /// Removes and returns the bindings of the MR with `key`.
-    pub fn take_bindings(&self, key: u64) -> Vec<mr::Bound> {
+    /// Removes and returns the bindings of the MR `h`.
+    pub fn take_bindings(&self, h: &crate::mr::Handle) -> Vec<mr::Bound> {
         if self.bound_mrs.load(Ordering::Acquire) == 0 {
             return Vec::new();
         }
         let mut m = self.bindings.lock().unwrap_or_else(|e| e.into_inner());
-        match m.remove(&key) {
+        match m.remove(h) {
             Some(v) => {
                 self.bound_mrs.fetch_sub(1, Ordering::AcqRel);
                 v
@@ -266,14 +267,19 @@ impl Domain {
         }
     }
 
-    /// Calls `f` with each counter bound to the MR with `key` for `flag`
+    /// Calls `f` with each counter bound to the MR `h` for `flag`
     /// (FI_REMOTE_WRITE or FI_REMOTE_READ) with fi_mr_bind.
-    pub fn for_each_mr_cntr(&self, key: u64, flag: u64, mut f: impl FnMut(&super::cntr::Cntr)) {
+    pub fn for_each_mr_cntr(
+        &self,
+        h: &crate::mr::Handle,
+        flag: u64,
+        mut f: impl FnMut(&super::cntr::Cntr),
+    ) {
         if self.bound_mrs.load(Ordering::Acquire) == 0 {
             return;
         }
         let m = self.bindings.lock().unwrap_or_else(|e| e.into_inner());
-        for b in m.get(&key).into_iter().flatten() {
+        for b in m.get(h).into_iter().flatten() {
             if let mr::Bound::Cntr(c, flags) = b {
                 if flags & flag != 0 {
                     // SAFETY: a bound counter stays live while bound.
@@ -281,6 +287,16 @@ impl Domain {
                 }
             }
         }
+    }
+
+    /// Whether the MR `h` is bound to the endpoint `ep` (FI_MR_ENDPOINT:
+    /// such a region is reachable only through its endpoint).
+    pub fn mr_bound_to(&self, h: &crate::mr::Handle, ep: *const super::ep::Ep) -> bool {
+        let m = self.bindings.lock().unwrap_or_else(|e| e.into_inner());
+        m.get(h)
+            .into_iter()
+            .flatten()
+            .any(|b| matches!(b, mr::Bound::Ep(e) if std::ptr::eq(*e, ep)))
     }
 
     /// Waits until no remote access that verified before now is still

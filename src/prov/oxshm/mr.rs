@@ -643,9 +643,12 @@ unsafe extern "C" fn close(f: *mut fid) -> c_int {
         // sub-regions of this one are live. The teardown runs while the slot
         // (and so this pool entry) is still ours: once the engine frees the
         // slot, another thread may register into it.
+        // Bindings go after the accesses that verified before the close have
+        // finished (quiesce), so that counters bound to the region count
+        // every access the region accepted; they are keyed by handle, so a
+        // region that reuses the key meanwhile has its own.
         d.registry
             .close_with(&h, || {
-                release_bindings(d, key);
                 // SAFETY: this thread owns the closed slot's entry; the pool
                 // keeps it readable for stale pointers.
                 unsafe {
@@ -655,7 +658,10 @@ unsafe extern "C" fn close(f: *mut fid) -> c_int {
                     )
                 };
             })
-            .inspect(|_| d.quiesce())
+            .inspect(|_| {
+                d.quiesce();
+                release_bindings(d, &h);
+            })
             .inspect_err(|e| {
                 if *e == Error::BUSY {
                     crate::ox_log!(
@@ -683,8 +689,8 @@ pub enum Bound {
 unsafe impl Send for Bound {}
 
 /// Releases the references an MR's bindings hold (at its close).
-fn release_bindings(d: &Domain, key: u64) {
-    for b in d.take_bindings(key) {
+fn release_bindings(d: &Domain, h: &Handle) {
+    for b in d.take_bindings(h) {
         match b {
             // SAFETY: a bound counter or endpoint cannot close while bound.
             Bound::Cntr(c, _) => unsafe { (*c).hdr.release() },
@@ -733,7 +739,7 @@ unsafe extern "C" fn bind(f: *mut fid, bfid: *mut fid, flags: u64) -> c_int {
                 );
             })?;
             c.hdr.hold();
-            d.add_binding(mr.key, Bound::Cntr(c, flags));
+            d.add_binding(h, Bound::Cntr(c, flags));
             Ok(0)
         } else if class == FI_CLASS_EP as c_int {
             if flags != 0 {
@@ -766,7 +772,7 @@ unsafe extern "C" fn bind(f: *mut fid, bfid: *mut fid, flags: u64) -> c_int {
                 );
             })?;
             e.hold_mr();
-            d.add_binding(mr.key, Bound::Ep(e));
+            d.add_binding(h, Bound::Ep(e));
             Ok(0)
         } else {
             crate::ox_log!(

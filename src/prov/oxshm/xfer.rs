@@ -484,6 +484,9 @@ pub struct Xfer {
     /// Responses that found the initiator's inbox full, sent first on the
     /// next progress pass.
     deferred: Mutex<VecDeque<(Address, Vec<u8>)>>,
+    /// The authorization key every operation presents: the endpoint's, or
+    /// its domain's (empty: none).
+    auth: Vec<u8>,
     /// One drainer of the inbox at a time.
     drain: Mutex<()>,
     /// Application calls that drove progress (a count, not a time: reading
@@ -552,6 +555,11 @@ impl Xfer {
             pend: Mutex::new(PendTable::default()),
             rx: Mutex::new(Rx::default()),
             deferred: Mutex::new(VecDeque::new()),
+            auth: ep
+                .auth_key
+                .clone()
+                .or_else(|| ep.domain().auth_key.clone())
+                .unwrap_or_default(),
             drain: Mutex::new(()),
             app_polls: AtomicU64::new(0),
             stop: AtomicBool::new(false),
@@ -772,11 +780,6 @@ impl Xfer {
             .unwrap_or(FI_ADDR_NOTAVAIL)
     }
 
-    fn auth_bytes(&self) -> Option<Vec<u8>> {
-        let ep = self.ep();
-        ep.auth_key.clone().or_else(|| ep.domain().auth_key.clone())
-    }
-
     // ------------------------------------------------------- completions --
 
     fn cq(&self, recv: bool) -> Option<(&Cq, bool)> {
@@ -858,7 +861,7 @@ impl Xfer {
             } => (K_ATOMIC, C_WRITE),
             OpKind::Atomic { .. } => (K_ATOMIC, C_READ),
         };
-        let auth = self.auth_bytes().unwrap_or_default();
+        let auth = &self.auth;
         if auth.len() > AUTH_MAX {
             crate::ox_log!(
                 Warn,
@@ -959,7 +962,7 @@ impl Xfer {
         let id = lock(&self.pend).insert(op);
         w.op = id;
         self.inflight.fetch_add(1, Ordering::AcqRel);
-        match peer.seg.send(&[w.bytes(), &auth, &body]) {
+        match peer.seg.send(&[w.bytes(), auth, &body]) {
             Ok(()) => Ok(()),
             Err(e) => {
                 lock(&self.pend).take(id);
@@ -1093,17 +1096,16 @@ impl Xfer {
             status,
             ..Default::default()
         };
-        let to = req.src();
-        let mut msg = w.bytes().to_vec();
-        msg.extend_from_slice(out);
-        self.send_to(to, msg);
+        self.send_to(req.src(), &[w.bytes(), out]);
     }
 
-    fn send_to(&self, to: Address, msg: Vec<u8>) {
+    /// Sends a response, or queues it (in order) when the initiator's
+    /// inbox is full; a response to a peer that is gone is dropped.
+    fn send_to(&self, to: Address, parts: &[&[u8]]) {
         let mut d = lock(&self.deferred);
         if d.is_empty() {
             match self.peer(&to) {
-                Ok(p) => match p.seg.send(&[&msg]) {
+                Ok(p) => match p.seg.send(parts) {
                     Ok(()) => return,
                     Err(Error::AGAIN) => {}
                     Err(_) => return,
@@ -1111,7 +1113,7 @@ impl Xfer {
                 Err(_) => return,
             }
         }
-        d.push_back((to, msg));
+        d.push_back((to, parts.concat()));
     }
 
     fn flush_deferred(&self) {
@@ -1144,6 +1146,19 @@ impl Xfer {
         let guard = Active::enter(d);
         let digest = (!auth.is_empty()).then(|| d.registry.auth_digest(auth));
         match d.registry.verify(w.key, w.addr, len, want, digest) {
+            // FI_MR_ENDPOINT: a region is reachable only through the
+            // endpoint it is bound to.
+            Ok(t) if d.mr_mode & FI_MR_ENDPOINT != 0 && !d.mr_bound_to(&t.handle, self.ep) => {
+                crate::ox_log!(
+                    Info,
+                    EpData,
+                    super::NAME,
+                    "refused remote access from {}: key 0x{:x} belongs to another endpoint (FI_MR_ENDPOINT)",
+                    w.src(),
+                    w.key
+                );
+                Err(Error::ACCES)
+            }
             Ok(t) => Ok((t, guard)),
             Err(e) => {
                 crate::ox_log!(
@@ -1163,7 +1178,7 @@ impl Xfer {
 
     /// Counts an accepted remote access at the endpoint counter and at
     /// counters bound to the region (fi_mr_bind).
-    fn count_remote(&self, key: u64, event: usize, len: u64) {
+    fn count_remote(&self, h: &crate::mr::Handle, event: usize, len: u64) {
         if let Some(c) = self.cntr(event) {
             c.count(len);
         }
@@ -1172,7 +1187,7 @@ impl Xfer {
         } else {
             FI_REMOTE_READ
         };
-        self.domain().for_each_mr_cntr(key, flag, |c| c.count(len));
+        self.domain().for_each_mr_cntr(h, flag, |c| c.count(len));
     }
 
     fn remote_data(&self, w: &Wire, flags: u64, len: u64) {
@@ -1205,8 +1220,8 @@ impl Xfer {
             let remote = parse_iovs(body, w.niov as usize).ok_or(Error::INVAL)?;
             cross_copy(w.src_pid, t.pieces(), &remote, w.len, true)?;
         }
+        self.count_remote(&t.handle, C_REMOTE_WRITE, w.len);
         drop(_active);
-        self.count_remote(w.key, C_REMOTE_WRITE, w.len);
         self.remote_data(w, FI_RMA | FI_REMOTE_WRITE, w.len);
         Ok(Vec::new())
     }
@@ -1222,8 +1237,8 @@ impl Xfer {
             cross_copy(w.src_pid, t.pieces(), &remote, w.len, false)?;
             Vec::new()
         };
+        self.count_remote(&t.handle, C_REMOTE_READ, w.len);
         drop(_active);
-        self.count_remote(w.key, C_REMOTE_READ, w.len);
         Ok(out)
     }
 
@@ -1275,13 +1290,13 @@ impl Xfer {
                 copy_in(t.pieces(), &target, !self.allocated())?;
             }
         }
-        drop(_active);
         let event = if read_only {
             C_REMOTE_READ
         } else {
             C_REMOTE_WRITE
         };
-        self.count_remote(w.key, event, len);
+        self.count_remote(&t.handle, event, len);
+        drop(_active);
         self.remote_data(
             w,
             FI_ATOMIC

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The data-path soak: capi-tests/stress_data.c (several processes, several
+# endpoints each, a random mix of writes, reads, atomics and messages while
+# MRs are registered, rotated and closed; every byte and every counter
+# checked at the end), built against our headers and build/libfabric.so.1
+# and run twice for SECONDS each:
+#   ours   -I include, like run.sh's `ours` build
+#   asan   the same under -fsanitize=address,undefined with leak checking
+# Usage: capi-tests/stress.sh [SECONDS]   (default 5)
+# STRESS_ARGS adds options (e.g. STRESS_ARGS="-p 6 -e 3 -s 0x1234").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SECS=${1:-5}
+[[ $SECS =~ ^[0-9]+([.][0-9]+)?$ ]] && [ "${SECS%.*}" -lt 3600 ] ||
+	{ echo "usage: capi-tests/stress.sh [SECONDS]" >&2; exit 2; }
+BUILD=${BUILD:-build}
+LIB=$BUILD/libfabric.so.1
+OUT=$BUILD/capi-tests/stress
+CC=${CC:-cc}
+SRC=capi-tests/stress_data.c
+CFLAGS=(-std=c11 -Wall -Wextra -Werror -g -O1)
+HDR=(-I include -DTEST_EXPECT_MAJOR=2 -DTEST_EXPECT_MINOR=7)
+LIBS=(-L "$BUILD" -lfabric -pthread -ldl)
+read -r -a EXTRA <<<"${STRESS_ARGS:-}"
+export LD_LIBRARY_PATH=$PWD/$BUILD${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export ASAN_OPTIONS=detect_leaks=1:halt_on_error=1:abort_on_error=0:exitcode=23
+export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+# The program times itself out (alarm at SECONDS + 30); this is the backstop.
+LIMIT=$(( ${SECS%.*} + 90 ))
+
+[ -e "$LIB" ] || { echo "stress.sh: $LIB is missing (make lib)"; exit 1; }
+mkdir -p "$OUT"
+
+compile() {
+	case $1 in
+	ours) $CC "${CFLAGS[@]}" "${HDR[@]}" -o "$2" "$SRC" "${LIBS[@]}" ;;
+	asan) $CC "${CFLAGS[@]}" -fsanitize=address,undefined -fno-omit-frame-pointer \
+		-fno-sanitize-recover=undefined "${HDR[@]}" -o "$2" "$SRC" "${LIBS[@]}" ;;
+	esac
+}
+
+failed=()
+for b in ours asan; do
+	bin=$OUT/stress_data-$b log=$OUT/$b.log
+	rm -f "$bin"
+	: >"$log"
+	if ! compile "$b" "$bin" >>"$log" 2>&1; then
+		why="build failed"
+	elif timeout "$LIMIT" "$bin" -t "$SECS" "${EXTRA[@]}" >>"$log" 2>&1; then
+		echo "PASS stress $b: $(grep -o '[0-9]* operations in .*' "$log" | tail -n 1)"
+		grep -E '^stress_data: (writes|expected)' "$log" | sed 's/^stress_data: /    /'
+		continue
+	else
+		why="run failed (exit $?)"
+	fi
+	failed+=("$b")
+	echo "FAIL stress $b: $why; $log:"
+	{ grep -E 'FAIL|error|ERROR|SUMMARY|seed|leaked|signal|runtime' "$log" || tail -n 20 "$log"; } |
+		head -n 30 | sed 's/^/    /'
+done
+
+if [ ${#failed[@]} -gt 0 ]; then
+	echo "stress: FAIL (${failed[*]})"
+	exit 1
+fi
+echo "stress: PASS"
