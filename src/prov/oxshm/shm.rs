@@ -431,21 +431,17 @@ impl Segment {
         self.cell_head(pos).seq.load(Ordering::Acquire) == pos + 1
     }
 
-    /// Sleeps until a sender rings (or `timeout`), announcing it when
-    /// `announce`; returns at once if a message is pending.
-    pub fn sleep(&self, timeout: Duration, announce: bool) {
+    /// Sleeps until a sender rings (or `timeout`), telling senders to ring;
+    /// returns at once if a message is pending.
+    pub fn sleep(&self, timeout: Duration) {
         let h = self.header();
         let bell = h.bell.load(Ordering::Acquire);
-        if announce {
-            h.sleeping.store(1, Ordering::SeqCst);
-        }
+        h.sleeping.store(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         if !self.pending() {
             futex_wait(&h.bell, bell, timeout);
         }
-        if announce {
-            h.sleeping.store(0, Ordering::Relaxed);
-        }
+        h.sleeping.store(0, Ordering::Relaxed);
     }
 
     /// Wakes a sleeper of this segment (at close).

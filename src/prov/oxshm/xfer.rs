@@ -624,7 +624,9 @@ impl Xfer {
             // thread stays off the CPUs and only steps in when the polling
             // stops for APP_POLL_GRACE.
             if self.app_active(&mut seen) {
-                self.inbox.sleep(APP_POLL_GRACE, false);
+                // A plain sleep: messages may well be pending, the
+                // application is draining them.
+                std::thread::sleep(APP_POLL_GRACE);
                 continue;
             }
             if self.progress_once(false) > 0 {
@@ -647,7 +649,7 @@ impl Xfer {
             } else {
                 Duration::from_millis(200)
             };
-            self.inbox.sleep(t, true);
+            self.inbox.sleep(t);
         }
     }
 
