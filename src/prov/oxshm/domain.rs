@@ -309,6 +309,14 @@ impl Domain {
             if spins < 1000 {
                 std::hint::spin_loop();
             } else {
+                // An access may be a shared copy whose initiator died: the
+                // peer check (rate-limited) ends it, whichever thread runs.
+                if spins % 64 == 0 {
+                    let v = self.xfers.read().unwrap_or_else(|e| e.into_inner());
+                    for x in v.iter() {
+                        x.maybe_check_peers();
+                    }
+                }
                 std::thread::yield_now();
             }
         }

@@ -83,6 +83,11 @@ const K_WRITE: u32 = 2;
 const K_READ: u32 = 3;
 const K_ATOMIC: u32 = 4;
 const K_RESP: u32 = 5;
+/// Target to initiator: "copy the first `len` bytes yourself, into (out
+/// of) these verified pieces of my memory" (a shared bulk copy).
+const K_GRANT: u32 = 6;
+/// Initiator to target: its share of a granted copy is done (`status`).
+const K_DONE: u32 = 7;
 
 // Wire flags.
 const W_INLINE: u32 = 1 << 0;
@@ -90,6 +95,16 @@ const W_TAGGED: u32 = 1 << 1;
 const W_DATA: u32 = 1 << 2;
 /// The initiator wants no response (nothing to complete or count there).
 const W_NORESP: u32 = 1 << 3;
+/// A bulk RMA the initiator offers to copy half of (see [`SPLIT_MIN`]).
+const W_SPLIT: u32 = 1 << 4;
+
+/// RMA transfers from this size on are copied by both processes at once:
+/// the target verifies the access, grants the initiator the first half
+/// (the verified target addresses) and moves the second half itself, so the
+/// two halves travel on two CPUs in parallel.
+pub const SPLIT_MIN: u64 = 64 * 1024;
+/// Most target pieces a grant carries (more: the target copies it all).
+const GRANT_PIECES: usize = 64;
 
 /// The fixed part of every ring message. Plain data: the bytes are the
 /// same in every process of one host.
@@ -390,6 +405,8 @@ struct Pending {
     cntr: usize,
     /// Where inline response bytes go (read data, fetched values).
     sink: Vec<(u64, u64)>,
+    /// A split RMA's local buffers (and whether it is a read).
+    split: Option<(Vec<(u64, u64)>, bool)>,
     peer: Address,
     tag: u64,
     data: u64,
@@ -430,6 +447,15 @@ impl PendTable {
         Some(p)
     }
 
+    fn get(&self, id: u64) -> Option<&Pending> {
+        let (i, g) = ((id & 0xffff_ffff) as usize, (id >> 32) as u32);
+        let s = self.slots.get(i)?;
+        if s.0 != g {
+            return None;
+        }
+        s.1.as_ref()
+    }
+
     fn ids_for(&self, peer: &Address) -> Vec<u64> {
         self.slots
             .iter()
@@ -465,6 +491,34 @@ struct Rx {
     unexpected: VecDeque<Unexpected>,
 }
 
+/// A shared copy at the target: the request, its verified region, and
+/// the target's own half's outcome. The access stays in the domain's
+/// `active` count (region closes wait) until the initiator's half is done.
+struct Grant {
+    w: Wire,
+    handle: crate::mr::Handle,
+    status: Result<()>,
+}
+
+/// Splits `pieces` at byte `at`: the pieces before and after.
+fn split_at(pieces: &[(u64, u64)], at: u64) -> (Vec<(u64, u64)>, Vec<(u64, u64)>) {
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let mut off = 0u64;
+    for &(p, l) in pieces {
+        if off + l <= at {
+            a.push((p, l));
+        } else if off >= at {
+            b.push((p, l));
+        } else {
+            let k = at - off;
+            a.push((p, k));
+            b.push((p + k, l - k));
+        }
+        off += l;
+    }
+    (a, b)
+}
+
 /// A mapped peer inbox.
 struct Peer {
     seg: Segment,
@@ -496,6 +550,9 @@ pub struct Xfer {
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// When the peers were last checked.
     last_check: Mutex<Instant>,
+    /// Shared copies whose initiator half is outstanding, by grant id.
+    grants: Mutex<HashMap<u64, Grant>>,
+    next_grant: AtomicU64,
     /// Operations posted and not completed (for tx_size_left).
     pub inflight: AtomicUsize,
     /// Buffered receives (rx_size_left).
@@ -565,6 +622,8 @@ impl Xfer {
             stop: AtomicBool::new(false),
             thread: Mutex::new(None),
             last_check: Mutex::new(Instant::now()),
+            grants: Mutex::new(HashMap::new()),
+            next_grant: AtomicU64::new(1),
             inflight: AtomicUsize::new(0),
             posted_recvs: AtomicUsize::new(0),
         });
@@ -595,6 +654,7 @@ impl Xfer {
             let _ = h.join();
         }
         self.inbox.close();
+        self.drop_grants(None);
         shm::reap();
     }
 
@@ -708,7 +768,7 @@ impl Xfer {
     }
 
     /// Runs [`Xfer::check_peers`] if no thread did for [`PEER_CHECK`].
-    fn maybe_check_peers(&self) {
+    pub fn maybe_check_peers(&self) {
         let Ok(mut last) = self.last_check.try_lock() else {
             return;
         };
@@ -733,6 +793,7 @@ impl Xfer {
             lock(&self.peers).remove(&a);
             lock(&self.dead).insert(a);
             lock(&self.deferred).retain(|(to, _)| *to != a);
+            self.drop_grants(Some(&a));
             let ids = lock(&self.pend).ids_for(&a);
             if !ids.is_empty() || died {
                 crate::ox_log!(
@@ -943,6 +1004,11 @@ impl Xfer {
             w.niov = p.local.len() as u32;
             body = iov_bytes(p.local);
         }
+        let split = (matches!(p.kind, OpKind::Write | OpKind::Read) && !inline && len >= SPLIT_MIN)
+            .then(|| {
+                w.flags |= W_SPLIT;
+                (p.local.to_vec(), p.kind == OpKind::Read)
+            });
         let peer = self.peer(&dest).ok();
         let op = Pending {
             context: p.context,
@@ -951,6 +1017,7 @@ impl Xfer {
             report,
             cntr,
             sink,
+            split,
             peer: dest,
             tag: w.tag,
             data: w.data,
@@ -1055,16 +1122,22 @@ impl Xfer {
             );
             return;
         };
-        if w.kind == K_RESP {
-            self.on_response(&w, rest);
-            return;
+        match w.kind {
+            K_RESP => return self.on_response(&w, rest),
+            K_GRANT => return self.on_grant(&w, rest),
+            K_DONE => return self.on_done(&w),
+            _ => {}
         }
         let auth_len = (w.auth_len as usize).min(rest.len()).min(AUTH_MAX);
         let (auth, body) = rest.split_at(auth_len);
         let r = match w.kind {
             K_MSG => return self.on_message(&w, body),
-            K_WRITE => self.on_write(&w, auth, body),
-            K_READ => self.on_read(&w, auth, body),
+            K_WRITE | K_READ => match self.on_rma(&w, auth, body) {
+                // A shared copy: the response waits for the initiator.
+                Ok(None) => return,
+                Ok(Some(out)) => Ok(out),
+                Err(e) => Err(e),
+            },
             K_ATOMIC => self.on_atomic(&w, auth, body),
             k => {
                 crate::ox_log!(
@@ -1211,37 +1284,135 @@ impl Xfer {
         self.domain().mr_mode & FI_MR_ALLOCATED != 0
     }
 
-    fn on_write(&self, w: &Wire, auth: &[u8], body: &[u8]) -> Result<Vec<u8>> {
-        let (t, _active) = self.verify(w, auth, Access::REMOTE_WRITE, w.len)?;
+    /// A remote write or read: verified, then one copy (inline, or one
+    /// cross-memory call), or a shared copy for a large one. `Ok(None)`:
+    /// the response is sent when the initiator's half is done.
+    fn on_rma(&self, w: &Wire, auth: &[u8], body: &[u8]) -> Result<Option<Vec<u8>>> {
+        let read = w.kind == K_READ;
+        let want = if read {
+            Access::REMOTE_READ
+        } else {
+            Access::REMOTE_WRITE
+        };
+        let (t, active) = self.verify(w, auth, want, w.len)?;
+        let mut out = Vec::new();
         if w.flags & W_INLINE != 0 {
-            if body.len() as u64 != w.len {
-                return Err(Error::INVAL);
+            if read {
+                out = vec![0u8; w.len as usize];
+                own_copy(t.pieces(), &mut out, !self.allocated())?;
+            } else {
+                if body.len() as u64 != w.len {
+                    return Err(Error::INVAL);
+                }
+                copy_in(t.pieces(), body, !self.allocated())?;
             }
-            copy_in(t.pieces(), body, !self.allocated())?;
         } else {
             let remote = parse_iovs(body, w.niov as usize).ok_or(Error::INVAL)?;
-            cross_copy(w.src_pid, t.pieces(), &remote, w.len, true)?;
+            if w.flags & W_SPLIT != 0 && w.len >= SPLIT_MIN {
+                // Page-aligned halves; the initiator takes the first.
+                let half = (w.len / 2) & !4095;
+                let (grant_t, own_t) = split_at(t.pieces(), half);
+                if grant_t.len() <= GRANT_PIECES {
+                    let (_, own_r) = split_at(&remote, half);
+                    let id = self.next_grant.fetch_add(1, Ordering::Relaxed);
+                    let g = Wire {
+                        kind: K_GRANT,
+                        src_pid: self.addr.pid,
+                        src_ep: self.addr.ep_id,
+                        src_nonce: self.addr.nonce,
+                        op: w.op,
+                        addr: id,
+                        len: half,
+                        niov: grant_t.len() as u32,
+                        ..Default::default()
+                    };
+                    self.send_to(w.src(), &[g.bytes(), &iov_bytes(&grant_t)]);
+                    let status = cross_copy(w.src_pid, &own_t, &own_r, w.len - half, !read);
+                    active.keep();
+                    lock(&self.grants).insert(
+                        id,
+                        Grant {
+                            w: *w,
+                            handle: t.handle,
+                            status,
+                        },
+                    );
+                    return Ok(None);
+                }
+            }
+            cross_copy(w.src_pid, t.pieces(), &remote, w.len, !read)?;
         }
-        self.count_remote(&t.handle, C_REMOTE_WRITE, w.len);
-        drop(_active);
-        self.remote_data(w, FI_RMA | FI_REMOTE_WRITE, w.len);
-        Ok(Vec::new())
+        self.accepted(w, &t.handle);
+        drop(active);
+        Ok(Some(out))
     }
 
-    fn on_read(&self, w: &Wire, auth: &[u8], body: &[u8]) -> Result<Vec<u8>> {
-        let (t, _active) = self.verify(w, auth, Access::REMOTE_READ, w.len)?;
-        let out = if w.flags & W_INLINE != 0 {
-            let mut b = vec![0u8; w.len as usize];
-            own_copy(t.pieces(), &mut b, !self.allocated())?;
-            b
+    /// Counts an accepted remote write or read and posts its remote CQ
+    /// data (inside the access's active window).
+    fn accepted(&self, w: &Wire, h: &crate::mr::Handle) {
+        if w.kind == K_READ {
+            self.count_remote(h, C_REMOTE_READ, w.len);
         } else {
-            let remote = parse_iovs(body, w.niov as usize).ok_or(Error::INVAL)?;
-            cross_copy(w.src_pid, t.pieces(), &remote, w.len, false)?;
-            Vec::new()
+            self.count_remote(h, C_REMOTE_WRITE, w.len);
+            self.remote_data(w, FI_RMA | FI_REMOTE_WRITE, w.len);
+        }
+    }
+
+    /// Target: the initiator's half of a shared copy is done.
+    fn on_done(&self, d: &Wire) {
+        let Some(g) = lock(&self.grants).remove(&d.addr) else {
+            return;
         };
-        self.count_remote(&t.handle, C_REMOTE_READ, w.len);
-        drop(_active);
-        Ok(out)
+        let status = match (g.status, d.status) {
+            (Ok(()), 0) => {
+                self.accepted(&g.w, &g.handle);
+                0
+            }
+            (Err(e), _) => e.code(),
+            (Ok(()), s) => s,
+        };
+        Active::release(self.domain());
+        self.respond(&g.w, status, &[]);
+    }
+
+    /// Initiator: copies its granted half of a shared copy and says so.
+    fn on_grant(&self, g: &Wire, body: &[u8]) {
+        let (local, read) = match lock(&self.pend).get(g.op).and_then(|p| p.split.clone()) {
+            Some(x) => x,
+            // The operation is gone (its peer was declared dead): the
+            // target learns it from its own checks.
+            None => return,
+        };
+        let pieces = parse_iovs(body, g.niov as usize).unwrap_or_default();
+        let (mine, _) = split_at(&local, g.len);
+        let status = match cross_copy(g.src_pid, &mine, &pieces, g.len, read) {
+            Ok(()) => 0,
+            Err(e) => e.code(),
+        };
+        let done = Wire {
+            kind: K_DONE,
+            src_pid: self.addr.pid,
+            src_ep: self.addr.ep_id,
+            src_nonce: self.addr.nonce,
+            addr: g.addr,
+            status,
+            ..Default::default()
+        };
+        self.send_to(g.src(), &[done.bytes()]);
+    }
+
+    /// Drops the shared copies an initiator `a` will never finish.
+    fn drop_grants(&self, a: Option<&Address>) {
+        let mut g = lock(&self.grants);
+        let ids: Vec<u64> = g
+            .iter()
+            .filter(|(_, x)| a.is_none_or(|a| x.w.src() == *a))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            g.remove(&id);
+            Active::release(self.domain());
+        }
     }
 
     fn on_atomic(&self, w: &Wire, auth: &[u8], body: &[u8]) -> Result<Vec<u8>> {
@@ -1484,6 +1655,18 @@ impl<'a> Active<'a> {
     fn enter(d: &'a Domain) -> Active<'a> {
         d.active.fetch_add(1, Ordering::SeqCst);
         Active(d)
+    }
+}
+
+impl Active<'_> {
+    /// Keeps the access active past this guard (a shared copy); ended by
+    /// [`Active::release`].
+    fn keep(self) {
+        std::mem::forget(self);
+    }
+
+    fn release(d: &Domain) {
+        d.active.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
