@@ -500,8 +500,11 @@ struct Grant {
     status: Result<()>,
 }
 
+/// Byte ranges `(address, length)`.
+type Pieces = Vec<(u64, u64)>;
+
 /// Splits `pieces` at byte `at`: the pieces before and after.
-fn split_at(pieces: &[(u64, u64)], at: u64) -> (Vec<(u64, u64)>, Vec<(u64, u64)>) {
+fn split_at(pieces: &[(u64, u64)], at: u64) -> (Pieces, Pieces) {
     let (mut a, mut b) = (Vec::new(), Vec::new());
     let mut off = 0u64;
     for &(p, l) in pieces {
