@@ -18,7 +18,7 @@
 # data, a wrong library loaded, a missing figure) fails the script.
 #
 # Writes $BUILD/bench/rma.dat (size ours_w ours_r up_w up_r memcpy pvw pvr,
-# NaN where not measured) and, when gnuplot is installed, rma.svg.
+# NaN where not measured) and rma.svg (gnuplot, or bench/plot.py).
 # The last lines are machine-readable:
 #   result <metric> <size> <ours> <reference> <ratio> <target> <PASS|MISS|->
 #
@@ -252,8 +252,10 @@ if command -v gnuplot >/dev/null 2>&1; then
 	else
 		echo "bench/rma_run.sh: gnuplot failed; no plot"
 	fi
+elif command -v python3 >/dev/null 2>&1 && python3 bench/plot.py "$dat" "$OUT/rma.svg"; then
+	echo "plot: $OUT/rma.svg (bench/plot.py)"
 else
-	echo "plot: not made (no gnuplot)"
+	echo "plot: not made (neither gnuplot nor python3)"
 fi
 echo
 printf '%s\n' "${results[@]}"
