@@ -101,6 +101,18 @@ for v in FI_PROVIDER FI_LOG_LEVEL FI_OXSHM_MR_MODE; do
 	expect "fi_info -e" "^# $v: "
 done
 
+# Debian's fi_pingpong (messages on an RDM endpoint, addresses swapped
+# over a TCP socket) between two processes on oxshm, data checked (-c).
+port=$((20000 + $$ % 20000))
+LD_LIBRARY_PATH="$BUILD" timeout 60 fi_pingpong -p oxshm -e rdm -I 500 -S 65536 -c \
+	-B "$port" >"$tmp/pp_server" 2>&1 &
+server=$!
+sleep 1
+ours timeout 60 fi_pingpong -p oxshm -e rdm -I 500 -S 65536 -c -P "$port" 127.0.0.1
+[ "$rc" -eq 0 ] && pass || fail "fi_pingpong client on oxshm exited $rc: $(tail -3 "$tmp/err")"
+wait "$server" && pass || fail "fi_pingpong server on oxshm failed: $(tail -3 "$tmp/pp_server")"
+expect "fi_pingpong on oxshm" '^64k +500 +=500 '
+
 ours fi_strerror 266
 [ "$(cat "$tmp/out")" = "Required key not available" ] && pass ||
 	fail "fi_strerror 266 printed '$(cat "$tmp/out")'"

@@ -305,6 +305,44 @@ fn advance(v: &mut Vec<libc::iovec>, mut n: usize) {
     }
 }
 
+/// Lets peers of the same user use cross-memory attach on this process
+/// when the kernel's Yama module would otherwise allow it only to
+/// ancestors (`kernel.yama.ptrace_scope` 1, the default of several
+/// distributions): prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY), once per
+/// process. `FI_OXSHM_PTRACER=0` leaves the setting alone (peers that are
+/// not this process's ancestors then see their large transfers to it fail
+/// with FI_EPERM). Scopes 2 and 3 cannot be relaxed this way.
+fn allow_peers_cma() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope")
+            .ok()
+            .and_then(|s| s.trim().parse::<i32>().ok());
+        if scope != Some(1) || std::env::var("FI_OXSHM_PTRACER").is_ok_and(|v| v == "0") {
+            if scope.is_some_and(|s| s >= 2) {
+                crate::ox_log!(
+                    Warn,
+                    EpData,
+                    super::NAME,
+                    "kernel.yama.ptrace_scope is {}: transfers over {INLINE} bytes between processes need cross-memory attach and will fail with FI_EPERM",
+                    scope.unwrap_or(0)
+                );
+            }
+            return;
+        }
+        const PR_SET_PTRACER: libc::c_int = 0x5961_6d61;
+        // SAFETY: prctl with an integer argument; no memory is passed.
+        let r = unsafe { libc::prctl(PR_SET_PTRACER, libc::c_ulong::MAX, 0, 0, 0) };
+        crate::ox_log!(
+            Info,
+            EpData,
+            super::NAME,
+            "kernel.yama.ptrace_scope is 1: {} peers of this user to copy to and from this process (PR_SET_PTRACER_ANY)",
+            if r == 0 { "allowed" } else { "could not allow" }
+        );
+    });
+}
+
 /// Copies the target's own verified `pieces` into `buf`. Without
 /// FI_MR_ALLOCATED (`checked`), registered memory may be unmapped: the copy
 /// is then one process_vm_readv on ourselves, which fails cleanly
@@ -604,6 +642,7 @@ impl Xfer {
     /// its progress thread.
     pub fn start(ep: &Ep, addr: Address) -> Result<Arc<Xfer>> {
         shm::reap();
+        allow_peers_cma();
         let inbox = Segment::create(&addr)?;
         let x = Arc::new(Xfer {
             addr,
