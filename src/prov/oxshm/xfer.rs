@@ -1379,6 +1379,12 @@ impl Xfer {
                             status,
                         },
                     );
+                    // An initiator found gone meanwhile had its grants
+                    // dropped before this one existed: drop it too (the
+                    // peer check adds to `dead` before it drops grants).
+                    if lock(&self.dead).contains(&w.src()) {
+                        self.drop_grants(Some(&w.src()));
+                    }
                     return Ok(None);
                 }
             }
