@@ -1074,7 +1074,18 @@ impl Xfer {
         w.op = id;
         self.inflight.fetch_add(1, Ordering::AcqRel);
         match peer.seg.send(&[w.bytes(), auth, &body]) {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                // A peer found gone after this operation was looked up had
+                // its pending operations failed before this one existed:
+                // fail it too (the peer check adds to `dead` first).
+                if lock(&self.dead).contains(&dest) {
+                    let op = lock(&self.pend).take(id);
+                    if let Some(op) = op {
+                        self.complete(op, Err(Error::IO));
+                    }
+                }
+                Ok(())
+            }
             Err(e) => {
                 lock(&self.pend).take(id);
                 self.inflight.fetch_sub(1, Ordering::AcqRel);
