@@ -271,7 +271,8 @@ static int endpoint_bind_real(void)
 }
 
 /* FI_MR_RMA_EVENT with a real counter: bound with FI_REMOTE_WRITE before
- * fi_mr_enable; the counter cannot close while an MR is bound to it. */
+ * fi_mr_enable, only to a region registered with FI_RMA_EVENT; the counter
+ * cannot close while an MR is bound to it. */
 static int rma_event_counter_real(void)
 {
 	struct test_res r;
@@ -289,6 +290,11 @@ static int rma_event_counter_real(void)
 	CHECK_OK(fi_mr_enable(mr));
 	CHECK_RC(fi_mr_bind(mr, &cntr->fid, FI_REMOTE_WRITE), -FI_EOPBADSTATE);
 	CHECK_RC(fi_close(&cntr->fid), -FI_EBUSY);
+	/* A region registered without FI_RMA_EVENT takes no counter. */
+	struct fid_mr *plain = NULL;
+	CHECK_OK(fi_mr_reg(r.domain, buf[1], 64, FI_REMOTE_WRITE, 0, 2, 0, &plain, NULL));
+	CHECK_RC(fi_mr_bind(plain, &cntr->fid, FI_REMOTE_WRITE), -FI_EINVAL);
+	CHECK_OK(fi_close(&plain->fid));
 	CHECK_OK(fi_close(&mr->fid));
 	CHECK_OK(fi_close(&cntr->fid));
 	return test_close(&r);

@@ -729,6 +729,20 @@ unsafe extern "C" fn bind(f: *mut fid, bfid: *mut fid, flags: u64) -> c_int {
                 );
                 return Err(Error::DOMAIN);
             }
+            // FI_MR_RMA_EVENT: a region that will count remote accesses
+            // says so at registration (fi_mr(3)).
+            if d.mr_mode & FI_MR_RMA_EVENT != 0
+                && !d.registry.region(&h)?.flags.contains(RegFlags::RMA_EVENT)
+            {
+                crate::ox_log!(
+                    Warn,
+                    Mr,
+                    super::NAME,
+                    "fi_mr_bind on MR 0x{:x}: under FI_MR_RMA_EVENT a counter binds only to a region registered with FI_RMA_EVENT",
+                    mr.key
+                );
+                return Err(Error::INVAL);
+            }
             d.registry.bind(&h, Bindings::COUNTER).inspect_err(|e| {
                 crate::ox_log!(
                     Warn,
