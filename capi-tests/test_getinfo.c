@@ -254,15 +254,11 @@ static int mr_mode_unneeded_bits_cleared(void)
 	int got;
 	/*
 	 * oxshm needs none of these by default; it keeps only FI_MR_PROV_KEY
-	 * (its preferred key scheme) and FI_MR_ALLOCATED (small payloads are
-	 * then copied without a checked copy) when the application supports
-	 * them.
+	 * (its preferred key scheme) when the application supports it.
 	 */
 	CHECK_OK(mr_mode_result(MR_ALL_MODERN, &got));
-	CHECK(got == (FI_MR_PROV_KEY | FI_MR_ALLOCATED));
-	CHECK_OK(mr_mode_result(MR_ALL_MODERN & ~FI_MR_ALLOCATED, &got));
 	CHECK(got == FI_MR_PROV_KEY);
-	CHECK_OK(mr_mode_result(MR_ALL_MODERN & ~(FI_MR_PROV_KEY | FI_MR_ALLOCATED), &got));
+	CHECK_OK(mr_mode_result(MR_ALL_MODERN & ~FI_MR_PROV_KEY, &got));
 	CHECK(got == 0);
 	CHECK_OK(mr_mode_result(0, &got));
 	CHECK(got == 0);

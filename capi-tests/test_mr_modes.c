@@ -145,15 +145,11 @@ static int mode_number(void)
 static int default_clears_unneeded(void)
 {
 	struct fi_info *info = NULL;
-	/* Kept when offered: FI_MR_PROV_KEY and FI_MR_ALLOCATED. */
 	CHECK_OK(getinfo_mode(MR_ALL, &info));
-	CHECK(info->domain_attr->mr_mode == (FI_MR_PROV_KEY | FI_MR_ALLOCATED));
-	fi_freeinfo(info);
-	CHECK_OK(getinfo_mode(MR_ALL & ~(FI_MR_PROV_KEY | FI_MR_ALLOCATED), &info));
-	CHECK(info->domain_attr->mr_mode == 0);
-	fi_freeinfo(info);
-	CHECK_OK(getinfo_mode(MR_ALL & ~FI_MR_ALLOCATED, &info));
 	CHECK(info->domain_attr->mr_mode == FI_MR_PROV_KEY);
+	fi_freeinfo(info);
+	CHECK_OK(getinfo_mode(MR_ALL & ~FI_MR_PROV_KEY, &info));
+	CHECK(info->domain_attr->mr_mode == 0);
 	fi_freeinfo(info);
 	CHECK_OK(getinfo_mode(0, &info));
 	CHECK(info->domain_attr->mr_mode == 0);
