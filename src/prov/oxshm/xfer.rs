@@ -93,8 +93,6 @@ const K_DONE: u32 = 7;
 const W_INLINE: u32 = 1 << 0;
 const W_TAGGED: u32 = 1 << 1;
 const W_DATA: u32 = 1 << 2;
-/// The initiator wants no response (nothing to complete or count there).
-const W_NORESP: u32 = 1 << 3;
 /// A bulk RMA the initiator offers to copy half of (see [`SPLIT_MIN`]).
 const W_SPLIT: u32 = 1 << 4;
 
@@ -638,6 +636,17 @@ const C_REMOTE_READ: usize = 4;
 const C_REMOTE_WRITE: usize = 5;
 
 impl Xfer {
+    /// A message of `kind` from this endpoint.
+    fn wire(&self, kind: u32) -> Wire {
+        Wire {
+            kind,
+            src_pid: self.addr.pid,
+            src_ep: self.addr.ep_id,
+            src_nonce: self.addr.nonce,
+            ..Default::default()
+        }
+    }
+
     /// Sets up the transport of an endpoint being enabled: its inbox and
     /// its progress thread.
     pub fn start(ep: &Ep, addr: Address) -> Result<Arc<Xfer>> {
@@ -977,16 +986,12 @@ impl Xfer {
             return Err(Error::INVAL);
         }
         let mut w = Wire {
-            kind,
-            src_pid: self.addr.pid,
-            src_ep: self.addr.ep_id,
-            src_nonce: self.addr.nonce,
             key: p.key,
             addr: p.addr,
             len,
             data: p.data.unwrap_or(0),
             auth_len: auth.len() as u32,
-            ..Default::default()
+            ..self.wire(kind)
         };
         if p.data.is_some() {
             w.flags |= W_DATA;
@@ -1211,18 +1216,11 @@ impl Xfer {
     }
 
     fn respond(&self, req: &Wire, status: i32, out: &[u8]) {
-        if req.flags & W_NORESP != 0 {
-            return;
-        }
         let w = Wire {
-            kind: K_RESP,
-            src_pid: self.addr.pid,
-            src_ep: self.addr.ep_id,
-            src_nonce: self.addr.nonce,
             op: req.op,
             len: out.len() as u64,
             status,
-            ..Default::default()
+            ..self.wire(K_RESP)
         };
         self.send_to(req.src(), &[w.bytes(), out]);
     }
@@ -1369,15 +1367,11 @@ impl Xfer {
                     let (_, own_r) = split_at(&remote, half);
                     let id = self.next_grant.fetch_add(1, Ordering::Relaxed);
                     let g = Wire {
-                        kind: K_GRANT,
-                        src_pid: self.addr.pid,
-                        src_ep: self.addr.ep_id,
-                        src_nonce: self.addr.nonce,
                         op: w.op,
                         addr: id,
                         len: half,
                         niov: grant_t.len() as u32,
-                        ..Default::default()
+                        ..self.wire(K_GRANT)
                     };
                     self.send_to(w.src(), &[g.bytes(), &iov_bytes(&grant_t)]);
                     let status = cross_copy(w.src_pid, &own_t, &own_r, w.len - half, !read);
@@ -1449,13 +1443,9 @@ impl Xfer {
             Err(e) => e.code(),
         };
         let done = Wire {
-            kind: K_DONE,
-            src_pid: self.addr.pid,
-            src_ep: self.addr.ep_id,
-            src_nonce: self.addr.nonce,
             addr: g.addr,
             status,
-            ..Default::default()
+            ..self.wire(K_DONE)
         };
         self.send_to(g.src(), &[done.bytes()]);
     }
@@ -1543,7 +1533,6 @@ impl Xfer {
     }
 
     fn on_message(&self, w: &Wire, body: &[u8]) {
-        let src = w.src();
         let mut rx = lock(&self.rx);
         let found = rx.posted.iter().position(|r| matches(r, w));
         match found {
@@ -1579,7 +1568,6 @@ impl Xfer {
                 if inline {
                     self.respond(w, 0, &[]);
                 }
-                let _ = src;
             }
         }
     }
@@ -1600,16 +1588,7 @@ impl Xfer {
                 self.respond(&w, 0, &[]);
             }
         } else {
-            let mut want = Vec::new();
-            let mut left = take;
-            for &(a, l) in &r.iov {
-                if left == 0 {
-                    break;
-                }
-                let n = l.min(left);
-                want.push((a, n));
-                left -= n;
-            }
+            let (want, _) = split_at(&r.iov, take);
             status = cross_copy(w.src_pid, &want, remote, take, true);
             // The sender's buffers are released whatever happened.
             self.respond(&w, status.err().map_or(0, |e| e.code()), &[]);
