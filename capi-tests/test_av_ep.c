@@ -758,6 +758,41 @@ static int ep_data_ops_checked(void)
 	return res_close(&s);
 }
 
+/* fi_cancel of a posted receive: it completes with FI_ECANCELED (its
+ * context, FI_RECV), leaves the queue, and cancelling again does nothing. */
+static int ep_cancel_receive(void)
+{
+	struct res s;
+	struct fid_cq *cq = NULL;
+	struct fi_cq_attr ca;
+	char buf[16];
+	int ctx;
+	memset(&ca, 0, sizeof(ca));
+	ca.format = FI_CQ_FORMAT_CONTEXT;
+	CHECK_OK(res_open(&s));
+	CHECK_OK(fi_cq_open(s.r.domain, &ca, &cq, NULL));
+	CHECK_OK(fi_ep_bind(s.ep, &cq->fid, FI_TRANSMIT | FI_RECV));
+	CHECK_OK(res_enable(&s));
+	CHECK_OK(fi_recv(s.ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, &ctx));
+	CHECK_RC(s.ep->ops->rx_size_left(s.ep), s.r.info->rx_attr->size - 1);
+	CHECK_OK(fi_cancel(&s.ep->fid, &ctx));
+	struct fi_cq_entry e;
+	CHECK_RC(fi_cq_read(cq, &e, 1), -FI_EAVAIL);
+	struct fi_cq_err_entry err;
+	memset(&err, 0, sizeof(err));
+	CHECK_RC(fi_cq_readerr(cq, &err, 0), 1);
+	CHECK(err.err == FI_ECANCELED);
+	CHECK(err.op_context == &ctx);
+	CHECK(err.flags & FI_RECV);
+	CHECK_RC(s.ep->ops->rx_size_left(s.ep), s.r.info->rx_attr->size);
+	CHECK_OK(fi_cancel(&s.ep->fid, &ctx));
+	CHECK_RC(fi_cq_read(cq, &e, 1), -FI_EAGAIN);
+	CHECK_OK(fi_close(&s.ep->fid));
+	s.ep = NULL;
+	CHECK_OK(fi_close(&cq->fid));
+	return res_close(&s);
+}
+
 /* ------------------------------------------------------------------ */
 /* Bad input: -FI_EINVAL (or the documented code) and a warning line  */
 
@@ -812,6 +847,7 @@ static const struct test_case cases[] = {
 	CASE(ep_options),
 	CASE(ep_ops_flags),
 	CASE(ep_data_ops_checked),
+	CASE(ep_cancel_receive),
 	CASE_ENV(bad_input_logged, WARN),
 };
 
