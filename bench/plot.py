@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Plots bench/rma_run.sh's rma.dat as an SVG: write and read bandwidth
 against transfer size (log-log) for oxfabric, upstream shm and the two
-ceilings (memcpy, process_vm_writev/readv). Standard library only.
+ceilings (memcpy, process_vm_writev/readv), and oxfabric with its bulk copies
+staged through shared memory (FI_OXSHM_CMA=0). Standard library only.
 
 Usage: bench/plot.py rma.dat out.svg
 """
@@ -17,6 +18,8 @@ SERIES = [
     (5, "memcpy (one thread)", "#7f7f7f", "2,2"),
     (6, "process_vm_writev", "#2ca02c", ""),
     (7, "process_vm_readv", "#2ca02c", "6,3"),
+    (8, "oxfabric staged write", "#9467bd", ""),
+    (9, "oxfabric staged read", "#9467bd", "6,3"),
 ]
 
 W, H = 760, 460
@@ -72,7 +75,11 @@ def main(src, dst):
         )
     out.append(f'<text x="{(L + W - R) / 2}" y="{H - 10}" text-anchor="middle">transfer size</text>')
     for i, (col, label, colour, dash) in enumerate(SERIES):
-        pts = [(px(r[0]), py(r[col])) for r in rows if r[col] > 0 and not math.isnan(r[col])]
+        pts = [
+            (px(r[0]), py(r[col]))
+            for r in rows
+            if col < len(r) and r[col] > 0 and not math.isnan(r[col])
+        ]
         if not pts:
             continue
         d = " ".join(f"{x:.1f},{y:.1f}" for x, y in pts)

@@ -8,6 +8,8 @@
 #              forked child (no libfabric)
 #   upstream   Debian's libfabric 1.17 (system library), provider shm
 #   ours       oxfabric: LD_LIBRARY_PATH=$BUILD, provider oxshm
+#   staged     the same with FI_OXSHM_CMA=0: bulk copies staged through
+#              shared memory, as where cross-memory attach is not permitted
 # and every figure is the median over the rounds. The table gives write and
 # read bandwidth (GB/s, 1e9 bytes/s) per size, ours/upstream and
 # ours/ceiling ratios next to their targets, and the 8-byte write latency;
@@ -17,8 +19,8 @@
 # any other failure (a libfabric call failed, an error completion, wrong
 # data, a wrong library loaded, a missing figure) fails the script.
 #
-# Writes $BUILD/bench/rma.dat (size ours_w ours_r up_w up_r memcpy pvw pvr,
-# NaN where not measured) and rma.svg (gnuplot, or bench/plot.py).
+# Writes $BUILD/bench/rma.dat (size ours_w ours_r up_w up_r memcpy pvw pvr
+# staged_w staged_r, NaN where not measured) and rma.svg (gnuplot, or bench/plot.py).
 # The last lines are machine-readable:
 #   result <metric> <size> <ours> <reference> <ratio> <target> <PASS|MISS|->
 #
@@ -74,9 +76,11 @@ run_one() {
 		env -u LD_LIBRARY_PATH FI_PROVIDER=shm \
 			timeout "$TIMEOUT" "$bin" "${quick[@]}" shm >"$log" 2>&1 || rc=$?
 		;;
-	ours)
+	ours | staged)
 		want=$ours_lib
-		env LD_LIBRARY_PATH="$PWD/$BUILD" FI_PROVIDER=oxshm \
+		local cma=()
+		[ "$who" = staged ] && cma=(FI_OXSHM_CMA=0)
+		env LD_LIBRARY_PATH="$PWD/$BUILD" FI_PROVIDER=oxshm "${cma[@]}" \
 			timeout "$TIMEOUT" "$bin" "${quick[@]}" oxshm >"$log" 2>&1 || rc=$?
 		;;
 	esac
@@ -104,6 +108,7 @@ for r in $(seq 1 "$RUNS"); do
 	run_one ceiling "$r"
 	run_one upstream "$r"
 	if [ "$ours_run" = 1 ]; then run_one ours "$r"; fi
+	if [ "$ours_run" = 1 ]; then run_one staged "$r"; fi
 done
 elapsed=$(($(date +%s) - start))
 load1=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -170,7 +175,7 @@ human() {
 
 results=()
 dat=$OUT/rma.dat
-echo "# size ours_w ours_r up_w up_r memcpy pvw pvr (GB/s, 1e9 bytes/s; medians of $RUNS)" >"$dat"
+echo "# size ours_w ours_r up_w up_r memcpy pvw pvr staged_w staged_r (GB/s, 1e9 bytes/s; medians of $RUNS)" >"$dat"
 
 echo
 echo "bandwidth, GB/s (ours = oxshm on oxfabric, up = shm on Debian's libfabric 1.17;"
@@ -202,7 +207,9 @@ for s in "${sizes[@]}"; do
 	printf '%-8s | %9s %9s %6s %-5s | %9s %9s %6s %-5s | %9s %9s %9s | %5s %-5s %5s %-5s\n' \
 		"$(human "$s")" "$(num "$ow")" "$(num "$uw")" "$rw" "$vw" "$(num "$orr")" "$(num "$ur")" \
 		"$rr" "$vr" "$(num "$mc")" "$(num "$pw")" "$(num "$pr")" "$cw" "$vcw" "$cr" "$vcr"
-	echo "$s ${ow:-NaN} ${orr:-NaN} ${uw:-NaN} ${ur:-NaN} ${mc:-NaN} ${pw:-NaN} ${pr:-NaN}" >>"$dat"
+	sw=$(fig staged write_gbps "$s")
+	sr=$(fig staged read_gbps "$s")
+	echo "$s ${ow:-NaN} ${orr:-NaN} ${uw:-NaN} ${ur:-NaN} ${mc:-NaN} ${pw:-NaN} ${pr:-NaN} ${sw:-NaN} ${sr:-NaN}" >>"$dat"
 	t=${ut:+">=${ut}x"}
 	results+=("result write_gbps $s ${ow:--} ${uw:--} $rw ${t:--} ${vw/n\/r/NOT_RUN}")
 	results+=("result read_gbps $s ${orr:--} ${ur:--} $rr ${t:--} ${vr/n\/r/NOT_RUN}")
@@ -214,6 +221,25 @@ if [ "$ours_run" = 1 ]; then
 	echo "targets: 64 KiB >= 1.5x upstream; >= 1 MiB >= 1.8x upstream and >= 0.85x the ceiling"
 else
 	echo "n/r: NOT RUN: oxshm has no RMA yet ($ours_why)"
+fi
+
+if [ -e "$OUT/rma.staged.1.log" ]; then
+	echo
+	echo "staged (FI_OXSHM_CMA=0: bulk copies through shared memory, as where the kernel"
+	echo "does not permit cross-memory attach), GB/s, against ours with it and upstream:"
+	printf '%-8s | %9s %7s %7s | %9s %7s %7s\n' size "staged w" "/ours" "/up" "staged r" "/ours" "/up"
+	for s in "${sizes[@]}"; do
+		sw=$(fig staged write_gbps "$s") sr=$(fig staged read_gbps "$s")
+		ow=$(fig ours write_gbps "$s") orr=$(fig ours read_gbps "$s")
+		uw=$(fig upstream write_gbps "$s") ur=$(fig upstream read_gbps "$s")
+		printf '%-8s | %9s %7s %7s | %9s %7s %7s\n' "$(human "$s")" "$(num "$sw")" \
+			"$(ratio "$sw" "$ow")" "$(ratio "$sw" "$uw")" "$(num "$sr")" "$(ratio "$sr" "$orr")" \
+			"$(ratio "$sr" "$ur")"
+		results+=("result staged_write_gbps $s ${sw:--} ${uw:--} $(ratio "$sw" "$uw") - -")
+		results+=("result staged_read_gbps $s ${sr:--} ${ur:--} $(ratio "$sr" "$ur") - -")
+	done
+	sl=$(fig staged lat_us 8)
+	echo "staged 8-byte fi_write latency: $(num "$sl") us (the same path as ours: 8 bytes travel inline)"
 fi
 
 ol=$(fig ours lat_us 8)
@@ -246,7 +272,9 @@ if command -v gnuplot >/dev/null 2>&1; then
 		     '' using 1:5 with linespoints title 'shm read', \
 		     '' using 1:6 with lines dashtype 2 title 'memcpy', \
 		     '' using 1:7 with lines dashtype 3 title 'process_vm_writev', \
-		     '' using 1:8 with lines dashtype 4 title 'process_vm_readv'
+		     '' using 1:8 with lines dashtype 4 title 'process_vm_readv', \
+		     '' using 1:9 with linespoints title 'oxshm staged write', \
+		     '' using 1:10 with linespoints title 'oxshm staged read'
 	EOF
 		echo "plot: $OUT/rma.svg"
 	else

@@ -9,7 +9,12 @@
 #              symbols), then run on ours through LD_LIBRARY_PATH
 #   asan       ours, under -fsanitize=address,undefined with leak checking
 #   valgrind   ours, under valgrind --leak-check=full
-# Usage: capi-tests/run.sh [test_name ...]   (default: all)
+#   staged     ours, with FI_OXSHM_CMA=0: every bulk transfer between
+#              processes goes through shared memory, as where the kernel
+#              does not permit cross-memory attach
+#   staged-asan  asan, with FI_OXSHM_CMA=0
+# Usage: [BUILDS="ours asan ..."] capi-tests/run.sh [test_name ...]
+#        (default: every build, every test)
 set -euo pipefail
 trap 'echo "run.sh: stopped at line $LINENO" >&2' ERR
 cd "$(dirname "$0")/.."
@@ -45,7 +50,7 @@ if [ $# -gt 0 ]; then
 else
 	srcs=(capi-tests/test_*.c)
 fi
-builds=(ours deb117 up21 deb117-bin asan valgrind)
+read -r -a builds <<<"${BUILDS:-ours deb117 up21 deb117-bin asan valgrind staged staged-asan}"
 
 passed=0 failed=0 failures=()
 
@@ -104,6 +109,7 @@ run_one() {
 	# OX_TEST_SCALE (percent) shrinks the big loops of some tests under valgrind.
 	valgrind) OX_TEST_SCALE=${OX_TEST_SCALE:-1} timeout "$TIMEOUT" "${VALGRIND[@]}" "$bin" ;;
 	deb117-bin) check_deb117_bin "$bin" && timeout "$TIMEOUT" "$bin" ;;
+	staged | staged-asan) FI_OXSHM_CMA=0 timeout "$TIMEOUT" "$bin" ;;
 	*) timeout "$TIMEOUT" "$bin" ;;
 	esac
 }
@@ -114,8 +120,10 @@ for b in "${builds[@]}"; do
 		name=$(basename "$src" .c)
 		bin=$OUT/$b/$name log=$OUT/$b/$name.log
 		: >"$log"
-		if [ "$b" = valgrind ]; then
-			bin=$OUT/ours/$name # valgrind runs the plain `ours` binary
+		if [ "$b" = valgrind ] || [ "$b" = staged ] || [ "$b" = staged-asan ]; then
+			# These run the binaries of the ours and asan builds.
+			base=ours; [ "$b" = staged-asan ] && base=asan
+			bin=$OUT/$base/$name
 			built=$([ -x "$bin" ] && echo yes || echo no)
 		else
 			rm -f "$bin"

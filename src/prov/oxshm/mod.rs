@@ -10,6 +10,7 @@ pub mod domain;
 pub mod ep;
 pub mod eq;
 pub mod fabric;
+pub mod fault;
 pub mod hmem;
 pub mod info;
 pub mod mem;

@@ -57,7 +57,7 @@ pub const SEGMENT_BYTES: usize = HEADER + CELLS * CELL;
 
 const MAGIC: u64 = u64::from_be_bytes(*b"oxshmSG1");
 /// Version of this layout; a peer with another one is refused.
-const LAYOUT: u32 = 1;
+const LAYOUT: u32 = 2;
 
 /// Segment states.
 pub const ALIVE: u32 = 1;
@@ -82,9 +82,16 @@ pub struct Header {
     /// Set by a progress thread about to sleep on `bell`.
     pub sleeping: AtomicU32,
     pub bell: AtomicU32,
-    _pad0: [u8; 60],
+    _pad0: [u8; 4],
+    /// The address of this word in the owner's address space: a peer
+    /// reads these 8 bytes of the owner's memory with process_vm_readv,
+    /// and finds them equal to their address, to learn whether
+    /// cross-memory attach to the owner is permitted (see
+    /// [`Segment::cma_permitted`]).
+    probe: AtomicU64,
+    _pad1: [u8; 48],
     tail: AtomicU64,
-    _pad1: [u8; 120],
+    _pad2: [u8; 120],
     head: AtomicU64,
 }
 
@@ -229,6 +236,8 @@ impl Segment {
             .store(start_time(addr.pid).unwrap_or(0), Ordering::Relaxed);
         h.nonce.store(addr.nonce, Ordering::Relaxed);
         h.ep_id.store(addr.ep_id, Ordering::Relaxed);
+        h.probe
+            .store(&h.probe as *const AtomicU64 as u64, Ordering::Relaxed);
         h.state.store(ALIVE, Ordering::Relaxed);
         h.layout.store(LAYOUT, Ordering::Relaxed);
         h.magic.store(MAGIC, Ordering::Release);
@@ -305,6 +314,42 @@ impl Segment {
             own,
             stall: std::sync::Mutex::new(None),
         })
+    }
+
+    /// Whether this process may copy to and from the owner of this (peer's)
+    /// segment with process_vm_readv/writev: one 8-byte read of the owner's
+    /// memory (the kernel's ptrace access check, Yama included, decides).
+    /// `FI_OXSHM_CMA=0` says no without trying.
+    pub fn cma_permitted(&self) -> bool {
+        static OFF: once_cell::sync::Lazy<bool> =
+            once_cell::sync::Lazy::new(|| std::env::var("FI_OXSHM_CMA").is_ok_and(|v| v == "0"));
+        if *OFF {
+            return false;
+        }
+        let h = self.header();
+        let at = h.probe.load(Ordering::Relaxed);
+        let mut got = 0u64;
+        let local = libc::iovec {
+            iov_base: &mut got as *mut u64 as *mut libc::c_void,
+            iov_len: 8,
+        };
+        let remote = libc::iovec {
+            iov_base: at as *mut libc::c_void,
+            iov_len: 8,
+        };
+        // SAFETY: the local iovec is our 8-byte variable; the kernel checks
+        // the remote one.
+        let n = unsafe {
+            libc::process_vm_readv(
+                h.pid.load(Ordering::Relaxed) as i32,
+                &local,
+                1,
+                &remote,
+                1,
+                0,
+            )
+        };
+        n == 8 && got == at
     }
 
     /// Whether the owner has closed the endpoint or died.

@@ -19,7 +19,21 @@
 //!   `process_vm_readv` from the initiator's buffers for writes and sends,
 //!   `process_vm_writev` into them for reads. The request carries the
 //!   initiator's iovs; they must stay valid until the operation completes,
-//!   as libfabric requires of every non-inject buffer.
+//!   as libfabric requires of every non-inject buffer. From [`SPLIT_MIN`]
+//!   the target grants the initiator half of the verified range to copy
+//!   itself, so that both halves move at once.
+//! - Where the kernel does not permit cross-memory attach between two
+//!   processes (Yama `ptrace_scope` 2 or 3, a peer that is not an ancestor
+//!   under scope 1 without PR_SET_PTRACER, `FI_OXSHM_CMA=0`), the bytes are
+//!   *staged*: they move in [`CHUNK`]-byte pieces through the receiver's
+//!   ring, each piece copied in by its sender and out by its receiver. The
+//!   target still verifies the whole access first and answers only after
+//!   the last piece; a refused access moves no piece at all. Whether a
+//!   process may copy to a peer is probed once, when it maps the peer's
+//!   inbox ([`shm::Segment::cma_permitted`]), and each side decides only
+//!   the copies it would do itself: a target that may not reach its
+//!   initiator grants the whole range to an initiator that may reach it,
+//!   and stages it when neither may.
 //! - Atomics are executed by the target under one lock per process, so
 //!   atomics from any number of peers on one location are atomic with
 //!   respect to each other.
@@ -49,6 +63,7 @@ use super::cntr::Cntr;
 use super::cq::{Completion, Cq, ErrCompletion};
 use super::domain::Domain;
 use super::ep::{Address, Ep};
+use super::fault;
 use super::shm::{self, Segment, CELL_DATA};
 use crate::abi::fabric::*;
 use crate::error::{Error, Result};
@@ -88,13 +103,25 @@ const K_RESP: u32 = 5;
 const K_GRANT: u32 = 6;
 /// Initiator to target: its share of a granted copy is done (`status`).
 const K_DONE: u32 = 7;
+/// A staged piece for the receiver's inbound transfer `addr`, at byte
+/// offset `data`, `len` bytes (a write's payload at the target, a
+/// message's at the receiver).
+const K_CHUNK: u32 = 8;
+/// A staged piece of a read's result for the initiator's operation `op`,
+/// at byte offset `data`.
+const K_RDATA: u32 = 9;
 
 // Wire flags.
 const W_INLINE: u32 = 1 << 0;
 const W_TAGGED: u32 = 1 << 1;
 const W_DATA: u32 = 1 << 2;
-/// A bulk RMA the initiator offers to copy half of (see [`SPLIT_MIN`]).
+/// The initiator of a bulk RMA may copy to and from the target itself, so
+/// the target may grant it a share of the copy (see [`SPLIT_MIN`]).
 const W_SPLIT: u32 = 1 << 4;
+/// A grant whose bytes the initiator sends as staged pieces ([`K_CHUNK`]).
+const W_STAGED: u32 = 1 << 5;
+/// The last staged piece of a transfer.
+const W_LAST: u32 = 1 << 6;
 
 /// RMA transfers from this size on are copied by both processes at once:
 /// the target verifies the access, grants the initiator the first half
@@ -135,6 +162,8 @@ struct Wire {
 const WIRE: usize = std::mem::size_of::<Wire>();
 const _: () = assert!(WIRE + AUTH_MAX + INLINE <= CELL_DATA);
 const _: () = assert!(WIRE + AUTH_MAX + 2 * ATOMIC_MAX + IOV_MAX * 16 <= CELL_DATA);
+/// Payload bytes of one staged piece: a whole ring cell less the header.
+pub const CHUNK: usize = CELL_DATA - WIRE;
 
 impl Wire {
     fn bytes(&self) -> &[u8] {
@@ -342,20 +371,29 @@ fn allow_peers_cma() {
 }
 
 /// Copies the target's own verified `pieces` into `buf`. Without
-/// FI_MR_ALLOCATED (`checked`), registered memory may be unmapped: the copy
-/// is then one process_vm_readv on ourselves, which fails cleanly
-/// (-FI_EFAULT) instead of faulting.
+/// FI_MR_ALLOCATED (`checked`), registered memory may be inaccessible: the
+/// copy then stops at such a page and fails cleanly (-FI_EFAULT) instead of
+/// faulting, by [`fault::copy`] or, where that is not available, by one
+/// process_vm_readv on ourselves.
 fn own_copy(pieces: &[(u64, u64)], buf: &mut [u8], checked: bool) -> Result<()> {
-    if checked {
+    if checked && !fault::available() {
         let me = [(buf.as_mut_ptr() as u64, buf.len() as u64)];
         return cross_copy(shm::my_pid(), &me, pieces, buf.len() as u64, true);
     }
     let mut at = 0usize;
     for &(a, l) in pieces {
         let l = l as usize;
-        // SAFETY: the engine verified that these bytes are registered, and
-        // FI_MR_ALLOCATED says registered memory stays backed.
-        unsafe { std::ptr::copy_nonoverlapping(a as *const u8, buf[at..].as_mut_ptr(), l) };
+        let (dst, src) = (buf[at..at + l].as_mut_ptr(), a as *const u8);
+        if checked {
+            // SAFETY: the engine verified that these bytes are registered;
+            // an inaccessible page stops the copy.
+            let left = unsafe { fault::copy(dst, src, l) };
+            fault_check(a, l, left)?;
+        } else {
+            // SAFETY: the engine verified that these bytes are registered,
+            // and FI_MR_ALLOCATED says registered memory stays backed.
+            unsafe { std::ptr::copy_nonoverlapping(src, dst, l) };
+        }
         at += l;
     }
     Ok(())
@@ -363,18 +401,42 @@ fn own_copy(pieces: &[(u64, u64)], buf: &mut [u8], checked: bool) -> Result<()> 
 
 /// Copies `src` into the target's own verified `pieces` (see [`own_copy`]).
 fn copy_in(pieces: &[(u64, u64)], src: &[u8], checked: bool) -> Result<()> {
-    if checked {
+    if checked && !fault::available() {
         let me = [(src.as_ptr() as u64, src.len() as u64)];
         return cross_copy(shm::my_pid(), &me, pieces, src.len() as u64, false);
     }
     let mut at = 0usize;
     for &(a, l) in pieces {
         let l = l as usize;
-        // SAFETY: as in own_copy.
-        unsafe { std::ptr::copy_nonoverlapping(src[at..].as_ptr(), a as *mut u8, l) };
+        let (dst, from) = (a as *mut u8, src[at..at + l].as_ptr());
+        if checked {
+            // SAFETY: as in own_copy.
+            let left = unsafe { fault::copy(dst, from, l) };
+            fault_check(a, l, left)?;
+        } else {
+            // SAFETY: as in own_copy.
+            unsafe { std::ptr::copy_nonoverlapping(from, dst, l) };
+        }
         at += l;
     }
     Ok(())
+}
+
+/// -FI_EFAULT, with a log line, when a checked copy of `len` bytes at
+/// `addr` stopped `left` bytes short.
+fn fault_check(addr: u64, len: usize, left: usize) -> Result<()> {
+    if left == 0 {
+        return Ok(());
+    }
+    crate::ox_log!(
+        Warn,
+        EpData,
+        super::NAME,
+        "registered memory at 0x{:x} is not accessible: a copy of {len} bytes at 0x{addr:x} stopped after {}",
+        addr + (len - left) as u64,
+        len - left
+    );
+    Err(Error::FAULT)
 }
 
 // ---------------------------------------------------------------------------
@@ -441,8 +503,9 @@ struct Pending {
     cntr: usize,
     /// Where inline response bytes go (read data, fetched values).
     sink: Vec<(u64, u64)>,
-    /// A split RMA's local buffers (and whether it is a read).
-    split: Option<(Vec<(u64, u64)>, bool)>,
+    /// A bulk (not inline) operation's local buffers, and whether it is a
+    /// read: granted shares and staged pieces are copied from (into) them.
+    bulk: Option<(Vec<(u64, u64)>, bool)>,
     peer: Address,
     tag: u64,
     data: u64,
@@ -558,9 +621,57 @@ fn split_at(pieces: &[(u64, u64)], at: u64) -> (Pieces, Pieces) {
     (a, b)
 }
 
+/// A transfer this endpoint receives in staged pieces ([`K_CHUNK`]).
+struct Inbound {
+    from: Address,
+    /// Where the bytes go, in order.
+    dest: Pieces,
+    /// Copy with a checked copy (registered memory without FI_MR_ALLOCATED).
+    checked: bool,
+    len: u64,
+    got: u64,
+    status: Result<()>,
+    then: Then,
+}
+
+/// What a staged transfer completes.
+enum Then {
+    /// A remote write, verified against `handle`; the access is active.
+    Write { w: Wire, handle: crate::mr::Handle },
+    /// A message for a posted receive.
+    Recv { r: Recv, w: Wire },
+}
+
+/// A transfer this endpoint sends in staged pieces.
+struct Outbound {
+    to: Address,
+    /// [`K_CHUNK`] (with the receiver's inbound id) or [`K_RDATA`] (with
+    /// the initiator's operation id).
+    kind: u32,
+    id: u64,
+    /// Where the bytes come from, in order.
+    src: Pieces,
+    len: u64,
+    sent: u64,
+    /// A staged read at its target: the request (answered after the last
+    /// piece) and the verified region; the access is active and the source
+    /// is registered memory (checked copies without FI_MR_ALLOCATED).
+    read: Option<(Wire, crate::mr::Handle)>,
+}
+
+/// What one pass over a staged transfer came to.
+enum Pumped {
+    /// The receiver's ring is full: more on a later pass.
+    Blocked,
+    /// Every piece is sent, or the transfer ended in error.
+    Done,
+}
+
 /// A mapped peer inbox.
 struct Peer {
     seg: Segment,
+    /// This process may copy to and from the peer's memory.
+    cma: bool,
 }
 
 /// An endpoint's transport, from `fi_enable` to `fi_close`.
@@ -591,7 +702,12 @@ pub struct Xfer {
     last_check: Mutex<Instant>,
     /// Shared copies whose initiator half is outstanding, by grant id.
     grants: Mutex<HashMap<u64, Grant>>,
+    /// Grant and inbound ids.
     next_grant: AtomicU64,
+    /// Staged transfers into this endpoint, by id.
+    inbound: Mutex<HashMap<u64, Inbound>>,
+    /// Staged transfers out of this endpoint, in the order they began.
+    outbound: Mutex<Vec<Outbound>>,
     /// Operations posted and not completed (for tx_size_left).
     pub inflight: AtomicUsize,
     /// Buffered receives (rx_size_left).
@@ -675,6 +791,8 @@ impl Xfer {
             last_check: Mutex::new(Instant::now()),
             grants: Mutex::new(HashMap::new()),
             next_grant: AtomicU64::new(1),
+            inbound: Mutex::new(HashMap::new()),
+            outbound: Mutex::new(Vec::new()),
             inflight: AtomicUsize::new(0),
             posted_recvs: AtomicUsize::new(0),
         });
@@ -706,6 +824,7 @@ impl Xfer {
         }
         self.inbox.close();
         self.drop_grants(None);
+        self.drop_staged(None);
         shm::reap();
     }
 
@@ -754,6 +873,12 @@ impl Xfer {
             if self.inbox.pending() {
                 continue;
             }
+            // Staged pieces wait for room in a peer's ring, which its
+            // owner frees without telling us: look again shortly.
+            if !lock(&self.outbound).is_empty() {
+                std::thread::sleep(Duration::from_micros(20));
+                continue;
+            }
             let pending = lock(&self.pend).live > 0 || !lock(&self.deferred).is_empty();
             let t = if pending {
                 PEER_CHECK
@@ -787,6 +912,7 @@ impl Xfer {
             return 0;
         };
         self.flush_deferred();
+        self.pump();
         let mut n = 0;
         let max = if app { 64 } else { 1024 };
         while n < max && self.inbox.recv(|m| self.handle(m)) {
@@ -813,7 +939,16 @@ impl Xfer {
             );
             Error::HOSTUNREACH
         })?;
-        let p = Arc::new(Peer { seg });
+        let cma = seg.cma_permitted();
+        if !cma {
+            crate::ox_log!(
+                Info,
+                EpData,
+                super::NAME,
+                "cross-memory attach to peer {a} is not permitted: bulk copies to and from it go through shared memory"
+            );
+        }
+        let p = Arc::new(Peer { seg, cma });
         lock(&self.peers).insert(*a, Arc::clone(&p));
         Ok(p)
     }
@@ -826,6 +961,7 @@ impl Xfer {
         if last.elapsed() >= PEER_CHECK {
             *last = Instant::now();
             drop(last);
+            fault::check();
             self.check_peers();
         }
     }
@@ -845,21 +981,28 @@ impl Xfer {
             lock(&self.dead).insert(a);
             lock(&self.deferred).retain(|(to, _)| *to != a);
             self.drop_grants(Some(&a));
-            let ids = lock(&self.pend).ids_for(&a);
-            if !ids.is_empty() || died {
+            // The operations are taken before their staged pieces are
+            // dropped and completed after: a grant that arrives meanwhile
+            // finds its operation gone, and no piece is read from a buffer
+            // the application has got back.
+            let ops: Vec<Pending> = {
+                let mut pend = lock(&self.pend);
+                let ids = pend.ids_for(&a);
+                ids.into_iter().filter_map(|id| pend.take(id)).collect()
+            };
+            self.drop_staged(Some(&a));
+            if !ops.is_empty() || died {
                 crate::ox_log!(
                     Warn,
                     EpData,
                     super::NAME,
                     "peer {a} {}: {} pending operation(s) fail with FI_EIO",
                     if died { "died" } else { "closed its endpoint" },
-                    ids.len()
+                    ops.len()
                 );
             }
-            for id in ids {
-                if let Some(op) = lock(&self.pend).take(id) {
-                    self.complete(op, Err(Error::IO));
-                }
+            for op in ops {
+                self.complete(op, Err(Error::IO));
             }
             if died {
                 shm::reap_peer(&a);
@@ -1051,12 +1194,13 @@ impl Xfer {
             w.niov = p.local.len() as u32;
             body = iov_bytes(p.local);
         }
-        let split = (matches!(p.kind, OpKind::Write | OpKind::Read) && !inline && len >= SPLIT_MIN)
-            .then(|| {
-                w.flags |= W_SPLIT;
-                (p.local.to_vec(), p.kind == OpKind::Read)
-            });
         let peer = self.peer(&dest).ok();
+        let rma = matches!(p.kind, OpKind::Write | OpKind::Read);
+        if rma && !inline && peer.as_ref().is_some_and(|p| p.cma) {
+            w.flags |= W_SPLIT;
+        }
+        let bulk = (!inline && !matches!(p.kind, OpKind::Atomic { .. }))
+            .then(|| (p.local.to_vec(), p.kind == OpKind::Read));
         let op = Pending {
             context: p.context,
             cflags: cflags(&p.kind),
@@ -1064,7 +1208,7 @@ impl Xfer {
             report,
             cntr,
             sink,
-            split,
+            bulk,
             peer: dest,
             tag: w.tag,
             data: w.data,
@@ -1184,6 +1328,8 @@ impl Xfer {
             K_RESP => return self.on_response(&w, rest),
             K_GRANT => return self.on_grant(&w, rest),
             K_DONE => return self.on_done(&w),
+            K_CHUNK => return self.on_chunk(&w, rest),
+            K_RDATA => return self.on_rdata(&w, rest),
             _ => {}
         }
         let auth_len = (w.auth_len as usize).min(rest.len()).min(AUTH_MAX);
@@ -1359,9 +1505,17 @@ impl Xfer {
             }
         } else {
             let remote = parse_iovs(body, w.niov as usize).ok_or(Error::INVAL)?;
-            if w.flags & W_SPLIT != 0 && w.len >= SPLIT_MIN {
-                // Page-aligned halves; the initiator takes the first.
-                let half = (w.len / 2) & !4095;
+            // Whether this process may copy to and from the initiator, and
+            // whether the initiator may copy to and from us.
+            let mine = self.peer(&w.src())?.cma;
+            let theirs = w.flags & W_SPLIT != 0;
+            if !mine && !theirs {
+                return self.stage_rma(w, t, active);
+            }
+            if theirs && (!mine || w.len >= SPLIT_MIN) {
+                // Page-aligned halves, the initiator taking the first; or
+                // all of it when we may not copy ourselves.
+                let half = if mine { (w.len / 2) & !4095 } else { w.len };
                 let (grant_t, own_t) = split_at(t.pieces(), half);
                 if grant_t.len() <= GRANT_PIECES {
                     let (_, own_r) = split_at(&remote, half);
@@ -1391,6 +1545,9 @@ impl Xfer {
                         self.drop_grants(Some(&w.src()));
                     }
                     return Ok(None);
+                }
+                if !mine {
+                    return self.stage_rma(w, t, active);
                 }
             }
             cross_copy(w.src_pid, t.pieces(), &remote, w.len, !read)?;
@@ -1428,9 +1585,31 @@ impl Xfer {
         self.respond(&g.w, status, &[]);
     }
 
-    /// Initiator: copies its granted half of a shared copy and says so.
+    /// Initiator: copies its granted half of a shared copy and says so;
+    /// or, for a staged grant, starts sending the granted bytes as pieces.
     fn on_grant(&self, g: &Wire, body: &[u8]) {
-        let (local, read) = match lock(&self.pend).get(g.op).and_then(|p| p.split.clone()) {
+        if g.flags & W_STAGED != 0 {
+            // Under the operations' lock, so that a peer check cannot
+            // complete the operation between this look and the queueing.
+            let pend = lock(&self.pend);
+            let Some((local, _)) = pend.get(g.op).and_then(|p| p.bulk.as_ref()) else {
+                return;
+            };
+            let (src, _) = split_at(local, g.len);
+            lock(&self.outbound).push(Outbound {
+                to: g.src(),
+                kind: K_CHUNK,
+                id: g.addr,
+                src,
+                len: g.len,
+                sent: 0,
+                read: None,
+            });
+            drop(pend);
+            self.pump();
+            return;
+        }
+        let (local, read) = match lock(&self.pend).get(g.op).and_then(|p| p.bulk.clone()) {
             Some(x) => x,
             // The operation is gone (its peer was declared dead): the
             // target learns it from its own checks.
@@ -1461,6 +1640,323 @@ impl Xfer {
         for id in ids {
             g.remove(&id);
             Active::release(self.domain());
+        }
+    }
+
+    /// Receives a bulk message that this process may not copy from its
+    /// sender: the sender is granted a staged transfer of the `take` bytes
+    /// into `want`, and the receive completes after the last piece.
+    fn stage_recv(&self, r: Recv, w: Wire, want: Pieces, take: u64) {
+        let from = w.src();
+        let id = self.next_grant.fetch_add(1, Ordering::Relaxed);
+        lock(&self.inbound).insert(
+            id,
+            Inbound {
+                from,
+                dest: want,
+                checked: false,
+                len: take,
+                got: 0,
+                status: Ok(()),
+                then: Then::Recv { r, w },
+            },
+        );
+        let g = Wire {
+            op: w.op,
+            addr: id,
+            len: take,
+            flags: W_STAGED,
+            ..self.wire(K_GRANT)
+        };
+        self.send_to(from, &[g.bytes()]);
+        // A sender found gone meanwhile had its staged transfers dropped
+        // before this one existed (the peer check adds to `dead` first).
+        if lock(&self.dead).contains(&from) {
+            self.drop_staged(Some(&from));
+        }
+    }
+
+    /// Stages a verified bulk RMA that this process may not copy to or
+    /// from its initiator, nor the initiator from us: a read's target sends
+    /// the verified bytes as pieces; a write's target grants the initiator
+    /// a staged transfer into the verified region. The access stays active
+    /// (region closes wait) until the last piece.
+    fn stage_rma(
+        &self,
+        w: &Wire,
+        t: crate::mr::Target,
+        active: Active<'_>,
+    ) -> Result<Option<Vec<u8>>> {
+        let from = w.src();
+        active.keep();
+        if w.kind == K_READ {
+            lock(&self.outbound).push(Outbound {
+                to: from,
+                kind: K_RDATA,
+                id: w.op,
+                src: t.pieces().to_vec(),
+                len: w.len,
+                sent: 0,
+                read: Some((*w, t.handle)),
+            });
+        } else {
+            let id = self.next_grant.fetch_add(1, Ordering::Relaxed);
+            lock(&self.inbound).insert(
+                id,
+                Inbound {
+                    from,
+                    dest: t.pieces().to_vec(),
+                    checked: !self.allocated(),
+                    len: w.len,
+                    got: 0,
+                    status: Ok(()),
+                    then: Then::Write {
+                        w: *w,
+                        handle: t.handle,
+                    },
+                },
+            );
+            let g = Wire {
+                op: w.op,
+                addr: id,
+                len: w.len,
+                flags: W_STAGED,
+                ..self.wire(K_GRANT)
+            };
+            self.send_to(from, &[g.bytes()]);
+        }
+        if lock(&self.dead).contains(&from) {
+            self.drop_staged(Some(&from));
+        }
+        self.pump();
+        Ok(None)
+    }
+
+    /// Sends what the staged transfers out of this endpoint can: as many
+    /// pieces as the receivers' rings take, in order.
+    fn pump(&self) {
+        let mut out = lock(&self.outbound);
+        let mut i = 0;
+        while i < out.len() {
+            match self.pump_one(&mut out[i]) {
+                Pumped::Blocked => i += 1,
+                Pumped::Done => {
+                    out.remove(i);
+                }
+            }
+        }
+    }
+
+    fn pump_one(&self, o: &mut Outbound) -> Pumped {
+        let peer = match self.peer(&o.to) {
+            Ok(p) => p,
+            Err(e) => {
+                self.end_outbound(o, Err(e));
+                return Pumped::Done;
+            }
+        };
+        let mut buf = Vec::new();
+        while o.sent < o.len {
+            let n = (o.len - o.sent).min(CHUNK as u64);
+            let (_, rest) = split_at(&o.src, o.sent);
+            let (piece, _) = split_at(&rest, n);
+            let mut w = Wire {
+                data: o.sent,
+                len: n,
+                flags: if o.sent + n == o.len { W_LAST } else { 0 },
+                ..self.wire(o.kind)
+            };
+            if o.kind == K_RDATA {
+                w.op = o.id;
+            } else {
+                w.addr = o.id;
+            }
+            let sent = if o.read.is_some() {
+                // Registered memory of ours, verified: a checked copy
+                // unless FI_MR_ALLOCATED says it is backed.
+                buf.resize(n as usize, 0);
+                if let Err(e) = own_copy(&piece, &mut buf, !self.allocated()) {
+                    self.end_outbound(o, Err(e));
+                    return Pumped::Done;
+                }
+                peer.seg.send(&[w.bytes(), &buf])
+            } else {
+                let mut parts: Vec<&[u8]> = vec![w.bytes()];
+                for &(a, l) in &piece {
+                    // SAFETY: the application's buffers of an operation
+                    // that has not completed (fi_msg(3), fi_rma(3)).
+                    parts.push(unsafe { std::slice::from_raw_parts(a as *const u8, l as usize) });
+                }
+                peer.seg.send(&parts)
+            };
+            match sent {
+                Ok(()) => o.sent += n,
+                Err(Error::AGAIN) => return Pumped::Blocked,
+                Err(e) => {
+                    self.end_outbound(o, Err(e));
+                    return Pumped::Done;
+                }
+            }
+        }
+        self.end_outbound(o, Ok(()));
+        Pumped::Done
+    }
+
+    /// Ends a staged transfer out of this endpoint. A read's target ends
+    /// the access and answers the request; an initiator's failed transfer
+    /// is left to the peer check (its peer is gone).
+    fn end_outbound(&self, o: &mut Outbound, status: Result<()>) {
+        if let Err(e) = status {
+            crate::ox_log!(
+                Warn,
+                EpData,
+                super::NAME,
+                "staged transfer to {} stopped after {} of {} bytes: {e}",
+                o.to,
+                o.sent,
+                o.len
+            );
+        }
+        if let Some((w, handle)) = o.read.take() {
+            if status.is_ok() {
+                self.accepted(&w, &handle);
+            }
+            Active::release(self.domain());
+            self.respond(&w, status.err().map_or(0, |e| e.code()), &[]);
+        }
+    }
+
+    /// A staged piece of a transfer into this endpoint.
+    fn on_chunk(&self, c: &Wire, body: &[u8]) {
+        let mut inb = lock(&self.inbound);
+        let Some(s) = inb.get_mut(&c.addr) else {
+            // Dropped: its sender was declared gone, or the endpoint is
+            // closing.
+            return;
+        };
+        if s.from != c.src() {
+            crate::ox_log!(
+                Warn,
+                EpData,
+                super::NAME,
+                "dropped a staged piece from {} for a transfer granted to {}",
+                c.src(),
+                s.from
+            );
+            return;
+        }
+        if c.data != s.got || body.len() as u64 != c.len || c.len > s.len - s.got {
+            if s.status.is_ok() {
+                crate::ox_log!(
+                    Warn,
+                    EpData,
+                    super::NAME,
+                    "staged piece from {} at {} of {} bytes does not follow the {} received",
+                    c.src(),
+                    c.data,
+                    body.len(),
+                    s.got
+                );
+            }
+            s.status = Err(Error::INVAL);
+        } else if s.status.is_ok() {
+            let (_, rest) = split_at(&s.dest, s.got);
+            let (piece, _) = split_at(&rest, c.len);
+            s.status = if s.checked {
+                copy_in(&piece, body, true)
+            } else {
+                // SAFETY: verified registered memory under FI_MR_ALLOCATED,
+                // or a posted receive's buffers (fi_msg(3)).
+                unsafe { scatter(body, &piece) };
+                Ok(())
+            };
+            s.got += c.len;
+        }
+        if c.flags & W_LAST == 0 {
+            return;
+        }
+        let Some(s) = inb.remove(&c.addr) else {
+            return;
+        };
+        drop(inb);
+        let status = match s.status {
+            Ok(()) if s.got != s.len => Err(Error::INVAL),
+            st => st,
+        };
+        let code = status.err().map_or(0, |e| e.code());
+        match s.then {
+            Then::Write { w, handle } => {
+                if status.is_ok() {
+                    self.accepted(&w, &handle);
+                }
+                Active::release(self.domain());
+                self.respond(&w, code, &[]);
+            }
+            Then::Recv { r, w } => {
+                self.respond(&w, code, &[]);
+                self.finish_recv(r, &w, status);
+            }
+        }
+    }
+
+    /// Initiator: a staged piece of a read's result.
+    fn on_rdata(&self, c: &Wire, body: &[u8]) {
+        let pend = lock(&self.pend);
+        let Some(op) = pend.get(c.op) else {
+            return;
+        };
+        let Some((local, true)) = op.bulk.as_ref().map(|(l, r)| (l, *r)) else {
+            return;
+        };
+        if op.peer != c.src() || body.len() as u64 != c.len || c.data.saturating_add(c.len) > op.len
+        {
+            crate::ox_log!(
+                Warn,
+                EpData,
+                super::NAME,
+                "dropped a malformed piece of a read result from {}",
+                c.src()
+            );
+            return;
+        }
+        let (_, rest) = split_at(local, c.data);
+        let (piece, _) = split_at(&rest, c.len);
+        // SAFETY: the read's destination buffers, the application's until
+        // the operation completes (fi_rma(3)).
+        unsafe { scatter(body, &piece) };
+    }
+
+    /// Drops the staged transfers to and from `a` (all of them: the
+    /// endpoint is closing). Their accesses end; a receive that `a` was
+    /// feeding completes with FI_EIO.
+    fn drop_staged(&self, a: Option<&Address>) {
+        let hit = |x: &Address| a.is_none_or(|a| a == x);
+        let outs: Vec<Outbound> = {
+            let mut o = lock(&self.outbound);
+            let (gone, keep) = o.drain(..).partition(|x| hit(&x.to));
+            *o = keep;
+            gone
+        };
+        for o in outs {
+            if o.read.is_some() {
+                Active::release(self.domain());
+            }
+        }
+        let ins: Vec<Inbound> = {
+            let mut m = lock(&self.inbound);
+            let ids: Vec<u64> = m
+                .iter()
+                .filter(|(_, s)| hit(&s.from))
+                .map(|(id, _)| *id)
+                .collect();
+            ids.into_iter().filter_map(|id| m.remove(&id)).collect()
+        };
+        for s in ins {
+            match s.then {
+                Then::Write { .. } => Active::release(self.domain()),
+                Then::Recv { r, w } if a.is_some() => self.finish_recv(r, &w, Err(Error::IO)),
+                Then::Recv { .. } => {}
+            }
         }
     }
 
@@ -1589,10 +2085,26 @@ impl Xfer {
             }
         } else {
             let (want, _) = split_at(&r.iov, take);
-            status = cross_copy(w.src_pid, &want, remote, take, true);
+            let mine = if take == 0 {
+                Ok(true)
+            } else {
+                self.peer(&w.src()).map(|p| p.cma)
+            };
+            match mine {
+                Ok(true) => status = cross_copy(w.src_pid, &want, remote, take, true),
+                Ok(false) => return self.stage_recv(r, w, want, take),
+                Err(e) => status = Err(e),
+            }
             // The sender's buffers are released whatever happened.
             self.respond(&w, status.err().map_or(0, |e| e.code()), &[]);
         }
+        self.finish_recv(r, &w, status);
+    }
+
+    /// Completes a receive that took (the first bytes of) message `w`.
+    fn finish_recv(&self, r: Recv, w: &Wire, status: Result<()>) {
+        let room: u64 = r.iov.iter().map(|x| x.1).sum();
+        let take = w.len.min(room);
         let tagged = w.flags & W_TAGGED != 0;
         let flags = FI_RECV
             | if tagged { FI_TAGGED } else { FI_MSG }
