@@ -1813,6 +1813,14 @@ static int auth_domain_default(void)
 
 /* ==================== extra: FI_MR_ENDPOINT regions are per endpoint == */
 
+/* Where the headers have single-use keys, endpoint 1's region has one: a
+ * refusal through the wrong endpoint must not use it up. */
+#ifdef FI_MR_SINGLE_USE
+#define EP1_FLAGS FI_MR_SINGLE_USE
+#else
+#define EP1_FLAGS 0
+#endif
+
 /* The target has a second endpoint on its domain; a region bound to one
  * endpoint is reached through it, and not through the other. */
 static int ep_scoped_target(struct peer *p)
@@ -1833,7 +1841,7 @@ static int ep_scoped_target(struct peer *p)
 	size_t len = sizeof(name);
 	CHECK_OK(fi_getname(&ep2->fid, name, &len));
 	peer_put(p, name, sizeof(name));
-	CHECK_OK(reg(p, tb, LEN, RW, 1, 0, &mr1));
+	CHECK_OK(reg(p, tb, LEN, RW, 1, EP1_FLAGS, &mr1));
 	CHECK_OK(fi_mr_bind(mr1, &p->ep->fid, 0));
 	CHECK_OK(fi_mr_enable(mr1));
 	CHECK_OK(reg(p, tb2, LEN, RW, 2, 0, &mr2));

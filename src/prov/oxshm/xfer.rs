@@ -1417,10 +1417,30 @@ impl Xfer {
         let d = self.domain();
         let guard = Active::enter(d);
         let digest = (!auth.is_empty()).then(|| d.registry.auth_digest(auth));
+        // FI_MR_ENDPOINT: a region is reachable only through the endpoint
+        // it is bound to. Looked at before the verification too, which
+        // consumes a single-use key: a key presented to the wrong endpoint
+        // is refused without being used up.
+        let scoped = d.mr_mode & FI_MR_ENDPOINT != 0;
+        if scoped {
+            if let Ok(h) = d.registry.handle(w.key) {
+                if !d.mr_bound_to(&h, self.ep) {
+                    crate::ox_log!(
+                        Info,
+                        EpData,
+                        super::NAME,
+                        "refused remote access from {}: key 0x{:x} belongs to another endpoint (FI_MR_ENDPOINT)",
+                        w.src(),
+                        w.key
+                    );
+                    return Err(Error::ACCES);
+                }
+            }
+        }
         match d.registry.verify(w.key, w.addr, len, want, digest) {
-            // FI_MR_ENDPOINT: a region is reachable only through the
-            // endpoint it is bound to.
-            Ok(t) if d.mr_mode & FI_MR_ENDPOINT != 0 && !d.mr_bound_to(&t.handle, self.ep) => {
+            // Again for the region verified (the key may have been
+            // closed and reused since the look).
+            Ok(t) if scoped && !d.mr_bound_to(&t.handle, self.ep) => {
                 crate::ox_log!(
                     Info,
                     EpData,
