@@ -80,7 +80,8 @@
 #define WINDOW 64             /* most operations outstanding */
 #define EXIT_NO_RMA 3
 
-static const size_t sizes_full[] = { 8, 64, 512, 4 * KiB, 64 * KiB, MiB, 4 * MiB, 64 * MiB };
+static const size_t sizes_full[] = { 8,	  64,	   512,	    4 * KiB, 16 * KiB,
+				     64 * KiB, 256 * KiB, MiB, 4 * MiB, 64 * MiB };
 static const size_t sizes_quick[] = { 8, 64 * KiB, MiB };
 static const size_t *sizes = sizes_full;
 static size_t nsizes = sizeof(sizes_full) / sizeof(sizes_full[0]);
