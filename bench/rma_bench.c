@@ -37,7 +37,8 @@
  * exits nonzero (both processes); alarm(120) bounds a hung peer.
  * RMA_BENCH_NO_EVENT=1 in the environment skips FI_RMA_EVENT (no counter),
  * to see what the remote counter costs a provider; RMA_BENCH_ALARM=SECS
- * replaces the 120 s alarm.
+ * replaces the 120 s alarm; RMA_BENCH_SIZES=8,65536 measures only the listed
+ * sizes.
  * Exit 3 (with a "NO-RMA" line) means the provider offers no RMA at all:
  * fi_getinfo found nothing (FI_ENODATA/FI_ENOSYS) or an RMA call answered
  * FI_ENOSYS.
@@ -1078,6 +1079,23 @@ int main(int argc, char **argv)
 		lat_batches = 5;
 		lat_batch = 500;
 		lat_warm = 500;
+	}
+	/* RMA_BENCH_SIZES=8,65536: only these sizes (a comma-separated list,
+	 * each at most BIG), to look at a few of them closely. */
+	static size_t sizes_env[16];
+	const char *only = getenv("RMA_BENCH_SIZES");
+	if (only && *only) {
+		size_t n = 0;
+		for (char *end; *only && n < 16; only = *end ? end + 1 : end) {
+			unsigned long long v = strtoull(only, &end, 0);
+			if (end == only || v == 0 || v > BIG || (*end && *end != ',')) {
+				fprintf(stderr, "rma_bench: RMA_BENCH_SIZES: bad size list\n");
+				return 2;
+			}
+			sizes_env[n++] = (size_t)v;
+		}
+		sizes = sizes_env;
+		nsizes = n;
 	}
 	if (ceil_mode) {
 		ceiling();

@@ -370,6 +370,25 @@ impl Segment {
         if len > CELL_DATA {
             return Err(Error::MSGSIZE);
         }
+        self.send_with(len, |cell| {
+            let mut at = 0;
+            for p in parts {
+                cell[at..at + p.len()].copy_from_slice(p);
+                at += p.len();
+            }
+            len
+        })
+    }
+
+    /// Claims a free cell of this (peer's) ring, lets `fill` write a
+    /// message of at most `room` bytes into it (it returns the length it
+    /// wrote) and publishes it: the bytes are copied once, straight into
+    /// the peer's ring. -FI_EAGAIN when the ring is full; `room` is at most
+    /// [`CELL_DATA`].
+    pub fn send_with(&self, room: usize, fill: impl FnOnce(&mut [u8]) -> usize) -> Result<()> {
+        if room > CELL_DATA {
+            return Err(Error::MSGSIZE);
+        }
         let h = self.header();
         let mut pos = h.tail.load(Ordering::Relaxed);
         loop {
@@ -394,15 +413,11 @@ impl Segment {
         }
         let c = self.cell_head(pos);
         c.pid.store(my_pid(), Ordering::Relaxed);
+        // SAFETY: the claimed cell is ours alone until published, and
+        // CELL_HEAD + room <= CELL.
+        let data = unsafe { std::slice::from_raw_parts_mut(self.cell(pos).add(CELL_HEAD), room) };
+        let len = fill(data).min(room);
         c.len.store(len as u32, Ordering::Relaxed);
-        let mut at = CELL_HEAD;
-        for p in parts {
-            // SAFETY: the cell is ours until published; at + p.len() <= CELL.
-            unsafe {
-                std::ptr::copy_nonoverlapping(p.as_ptr(), self.cell(pos).add(at), p.len());
-            }
-            at += p.len();
-        }
         c.seq.store(pos + 1, Ordering::Release);
         fence(Ordering::SeqCst);
         if h.sleeping.load(Ordering::Relaxed) != 0 {

@@ -859,8 +859,16 @@ impl Xfer {
                 std::thread::sleep(APP_POLL_GRACE);
                 continue;
             }
-            if self.progress_once(false) > 0 {
-                continue;
+            match self.drain_once(false) {
+                Some(0) => {}
+                Some(_) => continue,
+                // An application thread is draining (a long copy keeps
+                // it from counting polls meanwhile): the inbox is in hand,
+                // and spinning here would only take a CPU from it.
+                None => {
+                    std::thread::sleep(APP_POLL_GRACE);
+                    continue;
+                }
             }
             // A short spin (some microseconds) catches the next message of
             // a stream.
@@ -908,8 +916,13 @@ impl Xfer {
     /// Drains the inbox (if no other thread is at it); returns the messages
     /// handled.
     pub fn progress_once(&self, app: bool) -> usize {
+        self.drain_once(app).unwrap_or(0)
+    }
+
+    /// As [`Xfer::progress_once`]; `None` when another thread is draining.
+    fn drain_once(&self, app: bool) -> Option<usize> {
         let Ok(_g) = self.drain.try_lock() else {
-            return 0;
+            return None;
         };
         self.flush_deferred();
         self.pump();
@@ -918,7 +931,7 @@ impl Xfer {
         while n < max && self.inbox.recv(|m| self.handle(m)) {
             n += 1;
         }
-        n
+        Some(n)
     }
 
     // ------------------------------------------------------------- peers --
@@ -1775,7 +1788,6 @@ impl Xfer {
                 return Pumped::Done;
             }
         };
-        let mut buf = Vec::new();
         while o.sent < o.len {
             let n = (o.len - o.sent).min(CHUNK as u64);
             let (_, rest) = split_at(&o.src, o.sent);
@@ -1792,14 +1804,31 @@ impl Xfer {
                 w.addr = o.id;
             }
             let sent = if o.read.is_some() {
-                // Registered memory of ours, verified: a checked copy
-                // unless FI_MR_ALLOCATED says it is backed.
-                buf.resize(n as usize, 0);
-                if let Err(e) = own_copy(&piece, &mut buf, !self.allocated()) {
+                // Registered memory of ours, verified, copied straight into
+                // the initiator's ring: a checked copy unless FI_MR_ALLOCATED
+                // says it is backed. A piece that faults goes out empty (the
+                // cell is claimed already) and the error response follows.
+                let mut failed = None;
+                let checked = !self.allocated();
+                let sent = peer.seg.send_with(WIRE + n as usize, |cell| {
+                    let (head, body) = cell.split_at_mut(WIRE);
+                    match own_copy(&piece, body, checked) {
+                        Ok(()) => {
+                            head.copy_from_slice(w.bytes());
+                            WIRE + n as usize
+                        }
+                        Err(e) => {
+                            failed = Some(e);
+                            head.copy_from_slice(Wire { len: 0, ..w }.bytes());
+                            WIRE
+                        }
+                    }
+                });
+                if let (Ok(()), Some(e)) = (&sent, failed) {
                     self.end_outbound(o, Err(e));
                     return Pumped::Done;
                 }
-                peer.seg.send(&[w.bytes(), &buf])
+                sent
             } else {
                 let mut parts: Vec<&[u8]> = vec![w.bytes()];
                 for &(a, l) in &piece {
