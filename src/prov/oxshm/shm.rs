@@ -491,6 +491,13 @@ impl Segment {
         self.cell_head(pos).seq.load(Ordering::Acquire) == pos + 1
     }
 
+    /// Inside [`Segment::recv`]'s `f`: whether another message is
+    /// published behind the one being handled.
+    pub fn more_behind(&self) -> bool {
+        let pos = self.header().head.load(Ordering::Relaxed) + 1;
+        self.cell_head(pos).seq.load(Ordering::Acquire) == pos + 1
+    }
+
     /// Sleeps until a sender rings (or `timeout`), telling senders to ring;
     /// returns at once if a message is pending.
     pub fn sleep(&self, timeout: Duration) {

@@ -20,8 +20,9 @@
 //!   `process_vm_writev` into them for reads. The request carries the
 //!   initiator's iovs; they must stay valid until the operation completes,
 //!   as libfabric requires of every non-inject buffer. From [`SPLIT_MIN`]
-//!   the target grants the initiator half of the verified range to copy
-//!   itself, so that both halves move at once.
+//!   the target grants the initiator a share of the verified accesses to
+//!   copy itself, so that both processes copy at once: every other
+//!   operation of a stream, or half of a lone large one.
 //! - Where the kernel does not permit cross-memory attach between two
 //!   processes (Yama `ptrace_scope` 2 or 3, a peer that is not an ancestor
 //!   under scope 1 without PR_SET_PTRACER, `FI_OXSHM_CMA=0`), the bytes are
@@ -123,11 +124,15 @@ const W_STAGED: u32 = 1 << 5;
 /// The last staged piece of a transfer.
 const W_LAST: u32 = 1 << 6;
 
-/// RMA transfers from this size on are copied by both processes at once:
-/// the target verifies the access, grants the initiator the first half
-/// (the verified target addresses) and moves the second half itself, so the
-/// two halves travel on two CPUs in parallel.
+/// RMA transfers from this size on are shared copies: the target verifies
+/// the access and may grant the initiator a share of it (the verified
+/// target addresses) to copy itself (see [`HALVES_MIN`]), so that both
+/// processes copy at once, on two CPUs.
 pub const SPLIT_MIN: u64 = 64 * 1024;
+/// From this size a shared copy that has no other request queued behind it
+/// is split in halves between the two processes; smaller ones, and those
+/// of a stream, are copied whole by one process or the other in turn.
+pub const HALVES_MIN: u64 = 256 * 1024;
 /// Most target pieces a grant carries (more: the target copies it all).
 const GRANT_PIECES: usize = 64;
 
@@ -591,8 +596,8 @@ struct Rx {
 }
 
 /// A shared copy at the target: the request, its verified region, and
-/// the target's own half's outcome. The access stays in the domain's
-/// `active` count (region closes wait) until the initiator's half is done.
+/// the outcome of the target's own share. The access stays in the domain's
+/// `active` count (region closes wait) until the initiator's share is done.
 struct Grant {
     w: Wire,
     handle: crate::mr::Handle,
@@ -700,10 +705,13 @@ pub struct Xfer {
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
     /// When the peers were last checked.
     last_check: Mutex<Instant>,
-    /// Shared copies whose initiator half is outstanding, by grant id.
+    /// Shared copies whose initiator share is outstanding, by grant id.
     grants: Mutex<HashMap<u64, Grant>>,
     /// Grant and inbound ids.
     next_grant: AtomicU64,
+    /// Whose turn it is to copy the next whole operation of a backlog
+    /// (true: the initiator's).
+    turn: AtomicBool,
     /// Staged transfers into this endpoint, by id.
     inbound: Mutex<HashMap<u64, Inbound>>,
     /// Staged transfers out of this endpoint, in the order they began.
@@ -791,6 +799,7 @@ impl Xfer {
             last_check: Mutex::new(Instant::now()),
             grants: Mutex::new(HashMap::new()),
             next_grant: AtomicU64::new(1),
+            turn: AtomicBool::new(false),
             inbound: Mutex::new(HashMap::new()),
             outbound: Mutex::new(Vec::new()),
             inflight: AtomicUsize::new(0),
@@ -1516,7 +1525,7 @@ impl Xfer {
 
     /// A remote write or read: verified, then one copy (inline, or one
     /// cross-memory call), or a shared copy for a large one. `Ok(None)`:
-    /// the response is sent when the initiator's half is done.
+    /// the response is sent when the initiator's share is done.
     fn on_rma(&self, w: &Wire, auth: &[u8], body: &[u8]) -> Result<Option<Vec<u8>>> {
         let read = w.kind == K_READ;
         let want = if read {
@@ -1545,23 +1554,25 @@ impl Xfer {
             if !mine && !theirs {
                 return self.stage_rma(w, t, active);
             }
-            if theirs && (!mine || w.len >= SPLIT_MIN) {
-                // Page-aligned halves, the initiator taking the first; or
-                // all of it when we may not copy ourselves.
-                let half = if mine { (w.len / 2) & !4095 } else { w.len };
-                let (grant_t, own_t) = split_at(t.pieces(), half);
+            let share = if theirs && (!mine || w.len >= SPLIT_MIN) {
+                self.initiator_share(w.len, mine)
+            } else {
+                0
+            };
+            if share > 0 {
+                let (grant_t, own_t) = split_at(t.pieces(), share);
                 if grant_t.len() <= GRANT_PIECES {
-                    let (_, own_r) = split_at(&remote, half);
+                    let (_, own_r) = split_at(&remote, share);
                     let id = self.next_grant.fetch_add(1, Ordering::Relaxed);
                     let g = Wire {
                         op: w.op,
                         addr: id,
-                        len: half,
+                        len: share,
                         niov: grant_t.len() as u32,
                         ..self.wire(K_GRANT)
                     };
                     self.send_to(w.src(), &[g.bytes(), &iov_bytes(&grant_t)]);
-                    let status = cross_copy(w.src_pid, &own_t, &own_r, w.len - half, !read);
+                    let status = cross_copy(w.src_pid, &own_t, &own_r, w.len - share, !read);
                     active.keep();
                     lock(&self.grants).insert(
                         id,
@@ -1590,6 +1601,27 @@ impl Xfer {
         Ok(Some(out))
     }
 
+    /// The initiator's share of a shared copy of `len` bytes: all of it
+    /// when this process may not copy (`!mine`); below [`HALVES_MIN`], or
+    /// with more requests waiting in the inbox, whole operations in turn
+    /// (each process makes one system call per operation it copies, and
+    /// the two still copy at once); otherwise page-aligned halves, the
+    /// initiator taking the first, so that a lone large operation finishes
+    /// in half the time. 0: this process copies it all.
+    fn initiator_share(&self, len: u64, mine: bool) -> u64 {
+        if !mine {
+            len
+        } else if len < HALVES_MIN || self.inbox.more_behind() {
+            if self.turn.fetch_xor(true, Ordering::Relaxed) {
+                len
+            } else {
+                0
+            }
+        } else {
+            (len / 2) & !4095
+        }
+    }
+
     /// Counts an accepted remote write or read and posts its remote CQ
     /// data (inside the access's active window).
     fn accepted(&self, w: &Wire, h: &crate::mr::Handle) {
@@ -1601,7 +1633,7 @@ impl Xfer {
         }
     }
 
-    /// Target: the initiator's half of a shared copy is done.
+    /// Target: the initiator's share of a shared copy is done.
     fn on_done(&self, d: &Wire) {
         let Some(g) = lock(&self.grants).remove(&d.addr) else {
             return;
@@ -1618,7 +1650,7 @@ impl Xfer {
         self.respond(&g.w, status, &[]);
     }
 
-    /// Initiator: copies its granted half of a shared copy and says so;
+    /// Initiator: copies its granted share of a shared copy and says so;
     /// or, for a staged grant, starts sending the granted bytes as pieces.
     fn on_grant(&self, g: &Wire, body: &[u8]) {
         if g.flags & W_STAGED != 0 {
