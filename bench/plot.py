@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Plots bench/rma_run.sh's rma.dat as an SVG: write and read bandwidth
-against transfer size (log-log) for oxfabric, upstream shm and the two
-ceilings (memcpy, process_vm_writev/readv), and oxfabric with its bulk copies
+against transfer size (log-log) for oxfabric, upstream shm and the
+ceilings (memcpy, process_vm_writev/readv, and both processes copying
+halves with them at once), and oxfabric with its bulk copies
 staged through shared memory (FI_OXSHM_CMA=0). Standard library only.
 
 Usage: bench/plot.py rma.dat out.svg
@@ -20,6 +21,7 @@ SERIES = [
     (7, "process_vm_readv", "#2ca02c", "6,3"),
     (8, "oxfabric staged write", "#9467bd", ""),
     (9, "oxfabric staged read", "#9467bd", "6,3"),
+    (10, "two processes, halves", "#ff7f0e", "2,2"),
 ]
 
 W, H = 760, 460

@@ -11,7 +11,9 @@
  *                               child (target), both on PROVIDER
  *   rma_bench [-q] -ceiling     the same sizes without libfabric: memcpy in
  *                               one process, process_vm_writev/readv into a
- *                               forked child
+ *                               forked child, and the two processes copying
+ *                               half of each transfer at once (the parent
+ *                               with writev, the child with readv)
  *
  * Both processes are forked before any libfabric call and each opens its
  * own fabric, domain, RDM endpoint, AV, CQ and (with FI_RMA_EVENT) a remote
@@ -28,7 +30,7 @@
  *                fi_cq_read; the median of the timed batches
  * Machine-readable lines:
  *   rma <provider> <write_gbps|read_gbps|lat_us> <size_bytes> <value>
- *   ceiling <memcpy|pvwritev|pvreadv> <size_bytes> <gbps>
+ *   ceiling <memcpy|pvwritev|pvreadv|pvhalves> <size_bytes> <gbps>
  * Every other line is for people. Each bandwidth test is checked: the
  * target compares the whole region the writes covered against the pattern
  * the initiator sent, the initiator the whole region it read, and with
@@ -963,27 +965,31 @@ static void rma_main(void)
 
 /* ------------------------------------------------------------ ceiling ---- */
 
-/* kind 0: memcpy src -> dst; 1: process_vm_writev local -> remote; 2: readv. */
-static double copy_run(int kind, char *dst, char *src, pid_t pid, char *remote, size_t size,
-		       double secs)
+/* kind 0: memcpy src -> dst; 1: process_vm_writev local -> remote; 2: readv.
+ * Copies bytes [part, part + plen) of each size-long slot (plen 0: all of
+ * it) for about secs; returns the bytes copied, and the time in *ns. */
+static uint64_t copy_part(int kind, char *dst, char *src, pid_t pid, char *remote, size_t size,
+			  size_t part, size_t plen, double secs, uint64_t *ns)
 {
 	size_t slots = slots_for(size);
+	if (!plen)
+		plen = size;
 	uint64_t n = 0, t0 = now_ns(), deadline = t0 + (uint64_t)(secs * 1e9);
 	for (;;) {
-		size_t off = (size_t)(n % slots) * size;
+		size_t off = (size_t)(n % slots) * size + part;
 		if (kind == 0) {
-			memcpy(dst + off, src + off, size);
+			memcpy(dst + off, src + off, plen);
 			__asm__ __volatile__("" ::: "memory");
 		} else {
 			char *local = kind == 1 ? src : dst;
-			struct iovec l = { .iov_base = local + off, .iov_len = size };
-			struct iovec r = { .iov_base = remote + off, .iov_len = size };
+			struct iovec l = { .iov_base = local + off, .iov_len = plen };
+			struct iovec r = { .iov_base = remote + off, .iov_len = plen };
 			ssize_t got = kind == 1 ? process_vm_writev(pid, &l, 1, &r, 1, 0)
 						: process_vm_readv(pid, &l, 1, &r, 1, 0);
-			if (got != (ssize_t)size) {
+			if (got != (ssize_t)plen) {
 				fprintf(stderr, "rma_bench[ceiling]: %s of %zu bytes returned %zd "
 					"(%s)\n", kind == 1 ? "process_vm_writev" :
-					"process_vm_readv", size, got, strerror(errno));
+					"process_vm_readv", plen, got, strerror(errno));
 				exit(1);
 			}
 		}
@@ -991,7 +997,42 @@ static double copy_run(int kind, char *dst, char *src, pid_t pid, char *remote, 
 		if ((size >= 4 * KiB || !(n & 15)) && now_ns() >= deadline)
 			break;
 	}
-	return (double)n * (double)size / (double)(now_ns() - t0);
+	*ns = now_ns() - t0;
+	return n * plen;
+}
+
+static double copy_run(int kind, char *dst, char *src, pid_t pid, char *remote, size_t size,
+		       double secs)
+{
+	uint64_t ns;
+	uint64_t bytes = copy_part(kind, dst, src, pid, remote, size, 0, 0, secs, &ns);
+	return (double)bytes / (double)ns;
+}
+
+/* The ceiling child's commands: copy the second half of each slot from the
+ * parent's `src` with process_vm_readv for `secs`, while the parent writes
+ * the first half into the child with process_vm_writev (size 0: exit). */
+struct half_cmd {
+	uint64_t size, src;
+	double secs;
+};
+struct half_res {
+	uint64_t bytes, ns;
+};
+
+/* Both processes copying a half of each slot at once (as oxshm's shared
+ * copies do): GB/s of the two together. */
+static double two_halves(int to_child, int from_child, pid_t pid, char *src, char *remote,
+			 size_t size, double secs)
+{
+	struct half_cmd c = { size, (uint64_t)(uintptr_t)src, secs };
+	struct half_res r;
+	uint64_t ns;
+	size_t half = size / 2;
+	write_all(to_child, &c, sizeof(c));
+	uint64_t bytes = copy_part(1, NULL, src, pid, remote, size, 0, half, secs, &ns);
+	read_all(from_child, &r, sizeof(r));
+	return (double)(bytes + r.bytes) / (double)(ns > r.ns ? ns : r.ns);
 }
 
 static void ceiling(void)
@@ -1017,13 +1058,23 @@ static void ceiling(void)
 		char *buf = xalloc(BIG);
 		uint64_t a = (uint64_t)(uintptr_t)buf;
 		write_all(c2p[1], &a, sizeof(a));
-		char c;
-		while (read(p2c[0], &c, 1) < 0 && errno == EINTR)
-			;
-		_exit(0);
+		struct half_cmd c;
+		for (;;) {
+			read_all(p2c[0], &c, sizeof(c));
+			if (!c.size)
+				_exit(0);
+			struct half_res r;
+			size_t half = c.size / 2;
+			r.bytes = copy_part(2, buf, NULL, getppid(), (char *)(uintptr_t)c.src,
+					    c.size, half, c.size - half, c.secs, &r.ns);
+			write_all(c2p[1], &r, sizeof(r));
+		}
 	}
 	close(p2c[0]);
 	close(c2p[1]);
+	/* The child reads from us in the halves ceiling (Yama ptrace_scope 1
+	 * lets only an ancestor attach without this). */
+	prctl(PR_SET_PTRACER, (unsigned long)pid, 0, 0, 0);
 	/* Allocated after the fork: no copy-on-write faults in the timed loops. */
 	char *src = xalloc(BIG), *dst = xalloc(BIG);
 	fill(src, BIG, 7);
@@ -1031,19 +1082,26 @@ static void ceiling(void)
 	read_all(c2p[0], &a, sizeof(a));
 	char *remote = (char *)(uintptr_t)a;
 
-	static const char *names[] = { "memcpy", "pvwritev", "pvreadv" };
-	for (int kind = 0; kind < 3; kind++) {
+	static const char *names[] = { "memcpy", "pvwritev", "pvreadv", "pvhalves" };
+	for (int kind = 0; kind < 4; kind++) {
 		for (size_t i = 0; i < nsizes; i++) {
 			char name[32];
 			size_name(sizes[i], name, sizeof(name));
-			copy_run(kind, dst, src, pid, remote, sizes[i], warm_s);
-			double g = copy_run(kind, dst, src, pid, remote, sizes[i], run_s);
+			double g;
+			if (kind == 3) {
+				two_halves(p2c[1], c2p[0], pid, src, remote, sizes[i], warm_s);
+				g = two_halves(p2c[1], c2p[0], pid, src, remote, sizes[i], run_s);
+			} else {
+				copy_run(kind, dst, src, pid, remote, sizes[i], warm_s);
+				g = copy_run(kind, dst, src, pid, remote, sizes[i], run_s);
+			}
 			printf("%-8s %8s  %9.3f GB/s\n", names[kind], name, g);
 			printf("ceiling %s %zu %.6g\n", names[kind], sizes[i], g);
 			fflush(stdout);
 		}
 	}
-	write_all(p2c[1], "x", 1);
+	struct half_cmd stop = { 0, 0, 0 };
+	write_all(p2c[1], &stop, sizeof(stop));
 	int status;
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status)) {
 		fprintf(stderr, "rma_bench[ceiling]: the child failed\n");

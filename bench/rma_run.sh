@@ -4,8 +4,9 @@
 # bench/rma_bench.c is built ONCE, against Debian's libfabric 1.17 headers and
 # linked against Debian's libfabric.so.1, so it is an upstream program. Each
 # of RUNS rounds then runs, in this order,
-#   ceiling    rma_bench -ceiling: memcpy, and process_vm_writev/readv into a
-#              forked child (no libfabric)
+#   ceiling    rma_bench -ceiling: memcpy, process_vm_writev/readv into a
+#              forked child, and both processes copying half of each
+#              transfer at once (writev and readv; no libfabric)
 #   upstream   Debian's libfabric 1.17 (system library), provider shm
 #   ours       oxfabric: LD_LIBRARY_PATH=$BUILD, provider oxshm
 #   staged     the same with FI_OXSHM_CMA=0: bulk copies staged through
@@ -20,7 +21,7 @@
 # data, a wrong library loaded, a missing figure) fails the script.
 #
 # Writes $BUILD/bench/rma.dat (size ours_w ours_r up_w up_r memcpy pvw pvr
-# staged_w staged_r, NaN where not measured) and rma.svg (gnuplot, or bench/plot.py).
+# staged_w staged_r pvhalves, NaN where not measured) and rma.svg (gnuplot, or bench/plot.py).
 # The last lines are machine-readable:
 #   result <metric> <size> <ours> <reference> <ratio> <target> <PASS|MISS|->
 #
@@ -175,15 +176,17 @@ human() {
 
 results=()
 dat=$OUT/rma.dat
-echo "# size ours_w ours_r up_w up_r memcpy pvw pvr staged_w staged_r (GB/s, 1e9 bytes/s; medians of $RUNS)" >"$dat"
+echo "# size ours_w ours_r up_w up_r memcpy pvw pvr staged_w staged_r pvhalves (GB/s, 1e9 bytes/s; medians of $RUNS)" >"$dat"
 
 echo
 echo "bandwidth, GB/s (ours = oxshm on oxfabric, up = shm on Debian's libfabric 1.17;"
-echo "w/pvw = ours write / process_vm_writev, r/pvr = ours read / process_vm_readv)"
-printf '%-8s | %9s %9s %6s %-5s | %9s %9s %6s %-5s | %9s %9s %9s | %5s %-5s %5s %-5s\n' \
-	size "ours w" "up w" ratio "" "ours r" "up r" ratio "" memcpy pvwritev pvreadv \
-	w/pvw "" r/pvr ""
-printf '%s\n' "$(printf '%.0s-' {1..140})"
+echo "w/pvw = ours write / process_vm_writev, r/pvr = ours read / process_vm_readv;"
+echo "halves = both processes copying half of each transfer at once, writev and readv,"
+echo "the most any design on two CPUs gets from cross-memory attach: w/h, r/h = ours / it)"
+printf '%-8s | %9s %9s %6s %-5s | %9s %9s %6s %-5s | %9s %9s %9s %9s | %5s %-5s %5s %-5s | %5s %5s\n' \
+	size "ours w" "up w" ratio "" "ours r" "up r" ratio "" memcpy pvwritev pvreadv halves \
+	w/pvw "" r/pvr "" w/h r/h
+printf '%s\n' "$(printf '%.0s-' {1..164})"
 for s in "${sizes[@]}"; do
 	ow=$(fig ours write_gbps "$s")
 	orr=$(fig ours read_gbps "$s")
@@ -192,6 +195,7 @@ for s in "${sizes[@]}"; do
 	mc=$(fig ceiling memcpy "$s")
 	pw=$(fig ceiling pvwritev "$s")
 	pr=$(fig ceiling pvreadv "$s")
+	ph=$(fig ceiling pvhalves "$s")
 	# targets: 64 KiB >= 1.5x upstream; >= 1 MiB >= 1.8x upstream and >= 0.85x the ceiling
 	ut= ct=
 	if [ "$s" -ge 1048576 ]; then
@@ -204,18 +208,21 @@ for s in "${sizes[@]}"; do
 	vw=$(verdict "$rw" ">=" "$ut") vr=$(verdict "$rr" ">=" "$ut")
 	vcw=$(verdict "$cw" ">=" "$ct") vcr=$(verdict "$cr" ">=" "$ct")
 	[ "$ours_run" = 1 ] || vw=n/r vr=n/r vcw=n/r vcr=n/r
-	printf '%-8s | %9s %9s %6s %-5s | %9s %9s %6s %-5s | %9s %9s %9s | %5s %-5s %5s %-5s\n' \
+	printf '%-8s | %9s %9s %6s %-5s | %9s %9s %6s %-5s | %9s %9s %9s %9s | %5s %-5s %5s %-5s | %5s %5s\n' \
 		"$(human "$s")" "$(num "$ow")" "$(num "$uw")" "$rw" "$vw" "$(num "$orr")" "$(num "$ur")" \
-		"$rr" "$vr" "$(num "$mc")" "$(num "$pw")" "$(num "$pr")" "$cw" "$vcw" "$cr" "$vcr"
+		"$rr" "$vr" "$(num "$mc")" "$(num "$pw")" "$(num "$pr")" "$(num "$ph")" "$cw" "$vcw" \
+		"$cr" "$vcr" "$(ratio "$ow" "$ph")" "$(ratio "$orr" "$ph")"
 	sw=$(fig staged write_gbps "$s")
 	sr=$(fig staged read_gbps "$s")
-	echo "$s ${ow:-NaN} ${orr:-NaN} ${uw:-NaN} ${ur:-NaN} ${mc:-NaN} ${pw:-NaN} ${pr:-NaN} ${sw:-NaN} ${sr:-NaN}" >>"$dat"
+	echo "$s ${ow:-NaN} ${orr:-NaN} ${uw:-NaN} ${ur:-NaN} ${mc:-NaN} ${pw:-NaN} ${pr:-NaN} ${sw:-NaN} ${sr:-NaN} ${ph:-NaN}" >>"$dat"
 	t=${ut:+">=${ut}x"}
 	results+=("result write_gbps $s ${ow:--} ${uw:--} $rw ${t:--} ${vw/n\/r/NOT_RUN}")
 	results+=("result read_gbps $s ${orr:--} ${ur:--} $rr ${t:--} ${vr/n\/r/NOT_RUN}")
 	t=${ct:+">=${ct}x"}
 	results+=("result write_vs_pvwritev $s ${ow:--} ${pw:--} $cw ${t:--} ${vcw/n\/r/NOT_RUN}")
 	results+=("result read_vs_pvreadv $s ${orr:--} ${pr:--} $cr ${t:--} ${vcr/n\/r/NOT_RUN}")
+	results+=("result write_vs_halves $s ${ow:--} ${ph:--} $(ratio "$ow" "$ph") - -")
+	results+=("result read_vs_halves $s ${orr:--} ${ph:--} $(ratio "$orr" "$ph") - -")
 done
 if [ "$ours_run" = 1 ]; then
 	echo "targets: 64 KiB >= 1.5x upstream; >= 1 MiB >= 1.8x upstream and >= 0.85x the ceiling"
@@ -274,7 +281,8 @@ if command -v gnuplot >/dev/null 2>&1; then
 		     '' using 1:7 with lines dashtype 3 title 'process_vm_writev', \
 		     '' using 1:8 with lines dashtype 4 title 'process_vm_readv', \
 		     '' using 1:9 with linespoints title 'oxshm staged write', \
-		     '' using 1:10 with linespoints title 'oxshm staged read'
+		     '' using 1:10 with linespoints title 'oxshm staged read', \
+		     '' using 1:11 with lines dashtype 5 title 'two processes, halves'
 	EOF
 		echo "plot: $OUT/rma.svg"
 	else
