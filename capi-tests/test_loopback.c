@@ -1,0 +1,203 @@
+/*
+ * Data transfers inside one process: an endpoint addressing itself, and two
+ * endpoints of different domains of the same process. Every path (inline,
+ * one cross-memory copy, a shared copy taken whole or in halves, staged
+ * pieces in the staged builds) must work when the initiator and the target
+ * are the same process, and still be verified: a wrong key is refused and
+ * moves nothing.
+ */
+#include "peer.h"
+#include <rdma/fi_domain.h>
+
+enum { BUF = 1 << 20 };
+static const size_t sizes[] = { 8, 3073, 65536, 300000, BUF };
+enum { NSIZES = sizeof(sizes) / sizeof(sizes[0]) };
+
+static void fill(unsigned char *b, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = (unsigned char)(i * 31 + seed);
+}
+
+static int check_fill(const unsigned char *b, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		if (b[i] != (unsigned char)(i * 31 + seed)) {
+			fprintf(stderr, "    byte %zu is %u, want %u\n", i, b[i],
+				(unsigned char)(i * 31 + seed));
+			return 1;
+		}
+	return 0;
+}
+
+/* Inserts `to`'s name into `from`'s AV. */
+static int address(struct peer *from, struct peer *to, fi_addr_t *out)
+{
+	char name[64] = { 0 };
+	size_t len = sizeof(name);
+	CHECK_OK(fi_getname(&to->ep->fid, name, &len));
+	const char *names[1] = { name };
+	CHECK_RC(fi_av_insert(from->av, names, 1, out, 0, NULL), 1);
+	return 0;
+}
+
+/* Waits for one completion of `ctx` on `p`, success expected. */
+static int done(struct peer *p, void *ctx)
+{
+	struct fi_cq_tagged_entry e;
+	CHECK_OK(peer_wait(p, &e, NULL));
+	CHECK(e.op_context == ctx);
+	return 0;
+}
+
+/*
+ * `ini` writes every size into `tgt`'s region and reads it back, then
+ * writes with a wrong key; `tgt` may be `ini` itself. The target's bytes,
+ * both sides' counters and the refusal are checked.
+ */
+static int rma_between(struct peer *ini, struct peer *tgt)
+{
+	unsigned char *region = calloc(1, BUF), *src = malloc(BUF), *dst = malloc(BUF);
+	CHECK(region && src && dst);
+	struct fid_mr *mr;
+	CHECK_OK(fi_mr_reg(tgt->domain, region, BUF, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0,
+			   &mr, NULL));
+	uint64_t key = fi_mr_key(mr);
+	fi_addr_t to;
+	CHECK_OK(address(ini, tgt, &to));
+	int ctx;
+	for (size_t i = 0; i < NSIZES; i++) {
+		size_t n = sizes[i];
+		fill(src, n, (unsigned)i);
+		CHECK_OK(fi_write(ini->ep, src, n, NULL, to, peer_raddr(tgt, region, 0), key,
+				  &ctx));
+		CHECK_OK(done(ini, &ctx));
+		CHECK_OK(check_fill(region, n, (unsigned)i));
+		memset(dst, 0, n);
+		CHECK_OK(fi_read(ini->ep, dst, n, NULL, to, peer_raddr(tgt, region, 0), key, &ctx));
+		CHECK_OK(done(ini, &ctx));
+		CHECK_OK(check_fill(dst, n, (unsigned)i));
+	}
+	/* A wrong key: refused at the target, nothing moves, error completion. */
+	unsigned char before[4096];
+	memcpy(before, region, sizeof(before));
+	memset(src, 0xEE, 4096);
+	CHECK_OK(fi_write(ini->ep, src, 4096, NULL, to, peer_raddr(tgt, region, 0), key ^ 0x100,
+			  &ctx));
+	struct fi_cq_err_entry err;
+	CHECK_RC(peer_wait(ini, NULL, &err), -FI_EAVAIL);
+	CHECK(err.op_context == &ctx);
+	CHECK(err.err == FI_EINVAL);
+	CHECK(memcmp(region, before, sizeof(before)) == 0);
+	CHECK(peer_cntr(ini, C_WRITE) == NSIZES);
+	CHECK(peer_cntr_err(ini, C_WRITE) == 1);
+	CHECK(peer_cntr(ini, C_READ) == NSIZES);
+	if (tgt->info->caps & FI_RMA_EVENT) {
+		CHECK(peer_cntr(tgt, C_REMOTE_WRITE) == NSIZES);
+		CHECK(peer_cntr(tgt, C_REMOTE_READ) == NSIZES);
+	}
+	CHECK_OK(fi_close(&mr->fid));
+	free(region);
+	free(src);
+	free(dst);
+	return 0;
+}
+
+static int open_one(struct peer *p)
+{
+	memset(p, 0, sizeof(*p));
+	return peer_open_ep(p, FI_MR_VIRT_ADDR | FI_MR_PROV_KEY, 0);
+}
+
+/* An endpoint that writes to and reads from its own registered memory. */
+static int rma_to_self(void)
+{
+	struct peer p;
+	CHECK_OK(open_one(&p));
+	int rc = rma_between(&p, &p);
+	return peer_close_ep(&p) || rc;
+}
+
+/* Two endpoints, each on its own fabric and domain, in one process. */
+static int rma_between_domains(void)
+{
+	struct peer a, b;
+	CHECK_OK(open_one(&a));
+	CHECK_OK(open_one(&b));
+	int rc = rma_between(&a, &b);
+	return peer_close_ep(&a) || peer_close_ep(&b) || rc;
+}
+
+/* Atomics on an endpoint's own memory: sum, fetch-and-add, compare-swap. */
+static int atomics_to_self(void)
+{
+	struct peer p;
+	CHECK_OK(open_one(&p));
+	uint64_t word = 40, one = 2, old = 0, cmp = 44, swp = 7;
+	struct fid_mr *mr;
+	CHECK_OK(fi_mr_reg(p.domain, &word, sizeof(word), FI_REMOTE_READ | FI_REMOTE_WRITE, 0,
+			   0, 0, &mr, NULL));
+	fi_addr_t me;
+	CHECK_OK(address(&p, &p, &me));
+	uint64_t at = peer_raddr(&p, &word, 0), key = fi_mr_key(mr);
+	int ctx;
+	CHECK_OK(fi_atomic(p.ep, &one, 1, NULL, me, at, key, FI_UINT64, FI_SUM, &ctx));
+	CHECK_OK(done(&p, &ctx));
+	CHECK(word == 42);
+	CHECK_OK(fi_fetch_atomic(p.ep, &one, 1, NULL, &old, NULL, me, at, key, FI_UINT64, FI_SUM,
+				 &ctx));
+	CHECK_OK(done(&p, &ctx));
+	CHECK(old == 42 && word == 44);
+	CHECK_OK(fi_compare_atomic(p.ep, &swp, 1, NULL, &cmp, NULL, &old, NULL, me, at, key,
+				   FI_UINT64, FI_CSWAP, &ctx));
+	CHECK_OK(done(&p, &ctx));
+	CHECK(old == 44 && word == 7);
+	CHECK_OK(fi_close(&mr->fid));
+	return peer_close_ep(&p);
+}
+
+/* Messages to itself: an inline one and a 64 KiB one into posted receives. */
+static int messages_to_self(void)
+{
+	struct peer p;
+	CHECK_OK(open_one(&p));
+	fi_addr_t me;
+	CHECK_OK(address(&p, &p, &me));
+	static const size_t lens[] = { 100, 65536 };
+	unsigned char *out = malloc(65536), *in = malloc(65536);
+	CHECK(out && in);
+	for (int i = 0; i < 2; i++) {
+		int rctx, sctx;
+		fill(out, lens[i], 9u + (unsigned)i);
+		memset(in, 0, lens[i]);
+		CHECK_OK(fi_recv(p.ep, in, lens[i], NULL, me, &rctx));
+		CHECK_OK(fi_send(p.ep, out, lens[i], NULL, me, &sctx));
+		int seen_r = 0, seen_s = 0;
+		for (int k = 0; k < 2; k++) {
+			struct fi_cq_tagged_entry e;
+			CHECK_OK(peer_wait(&p, &e, NULL));
+			if (e.op_context == &rctx) {
+				CHECK(e.len == lens[i]);
+				CHECK(e.flags & FI_RECV);
+				seen_r++;
+			} else {
+				CHECK(e.op_context == &sctx);
+				seen_s++;
+			}
+		}
+		CHECK(seen_r == 1 && seen_s == 1);
+		CHECK_OK(check_fill(in, lens[i], 9u + (unsigned)i));
+	}
+	free(out);
+	free(in);
+	return peer_close_ep(&p);
+}
+
+static const struct test_case cases[] = {
+	CASE(rma_to_self),
+	CASE(rma_between_domains),
+	CASE(atomics_to_self),
+	CASE(messages_to_self),
+};
+
+TEST_MAIN(cases)
