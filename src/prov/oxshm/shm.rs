@@ -66,6 +66,8 @@ pub const CLOSED: u32 = 2;
 /// How long a claimed cell may stay unpublished before its producer's
 /// liveness is checked and the cell skipped.
 const STALL: Duration = Duration::from_millis(200);
+/// Empty polls of the own ring between two looks for a stalled claim.
+const STALL_POLLS: u32 = 64;
 
 #[repr(C)]
 pub struct Header {
@@ -109,6 +111,8 @@ pub struct Segment {
     own: bool,
     /// When the owner's ring looked stalled first (owner side only).
     stall: std::sync::Mutex<Option<(u64, Instant)>>,
+    /// Polls that found the own ring empty (owner side only).
+    empty_polls: AtomicU32,
 }
 
 // SAFETY: the mapping is shared memory accessed only through atomics and
@@ -313,6 +317,7 @@ impl Segment {
             name,
             own,
             stall: std::sync::Mutex::new(None),
+            empty_polls: AtomicU32::new(0),
         })
     }
 
@@ -435,7 +440,13 @@ impl Segment {
         let c = self.cell_head(pos);
         let seq = c.seq.load(Ordering::Acquire);
         if seq != pos + 1 {
-            if h.tail.load(Ordering::Relaxed) != pos && seq == pos {
+            // A claimed cell that stays unpublished (its producer died) is
+            // looked for only once every STALL_POLLS empty polls: reading
+            // `tail` would pull its line away from the producer, whose next
+            // claim would then wait for it.
+            let n = self.empty_polls.load(Ordering::Relaxed).wrapping_add(1);
+            self.empty_polls.store(n, Ordering::Relaxed);
+            if n % STALL_POLLS == 0 && seq == pos && h.tail.load(Ordering::Relaxed) != pos {
                 self.check_stall(pos);
             }
             return false;

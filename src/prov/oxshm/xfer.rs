@@ -570,6 +570,34 @@ impl PendTable {
     }
 }
 
+/// The hash of the peer table, looked up at least twice per operation: a
+/// multiply-rotate of the address's words instead of SipHash. Its keys are
+/// endpoint addresses this endpoint has mapped, not chosen by a peer.
+#[derive(Default)]
+struct AddrHasher(u64);
+
+impl std::hash::Hasher for AddrHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(u64::from(v));
+    }
+
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+type PeerHash = std::hash::BuildHasherDefault<AddrHasher>;
+
 /// A posted receive.
 struct Recv {
     tagged: bool,
@@ -685,7 +713,7 @@ pub struct Xfer {
     inbox: Segment,
     ep: *const Ep,
     domain: *const Domain,
-    peers: Mutex<HashMap<Address, Arc<Peer>>>,
+    peers: Mutex<HashMap<Address, Arc<Peer>, PeerHash>>,
     /// Peers found gone: operations to them fail at once.
     dead: Mutex<std::collections::HashSet<Address>>,
     pend: Mutex<PendTable>,
@@ -782,7 +810,7 @@ impl Xfer {
             inbox,
             ep,
             domain: ep.domain(),
-            peers: Mutex::new(HashMap::new()),
+            peers: Mutex::new(HashMap::default()),
             dead: Mutex::new(Default::default()),
             pend: Mutex::new(PendTable::default()),
             rx: Mutex::new(Rx::default()),
