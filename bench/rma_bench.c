@@ -13,7 +13,9 @@
  *                               one process, process_vm_writev/readv into a
  *                               forked child, and the two processes copying
  *                               half of each transfer at once (the parent
- *                               with writev, the child with readv)
+ *                               with writev, the child with readv), and a
+ *                               plain shared-memory pipe of 4 KiB cells
+ *                               (the parent copies in, the child out)
  *
  * Both processes are forked before any libfabric call and each opens its
  * own fabric, domain, RDM endpoint, AV, CQ and (with FI_RMA_EVENT) a remote
@@ -30,7 +32,7 @@
  *                fi_cq_read; the median of the timed batches
  * Machine-readable lines:
  *   rma <provider> <write_gbps|read_gbps|lat_us> <size_bytes> <value>
- *   ceiling <memcpy|pvwritev|pvreadv|pvhalves> <size_bytes> <gbps>
+ *   ceiling <memcpy|pvwritev|pvreadv|pvhalves|shmpipe> <size_bytes> <gbps>
  * Every other line is for people. Each bandwidth test is checked: the
  * target compares the whole region the writes covered against the pattern
  * the initiator sent, the initiator the whole region it read, and with
@@ -1009,23 +1011,97 @@ static double copy_run(int kind, char *dst, char *src, pid_t pid, char *remote, 
 	return (double)bytes / (double)ns;
 }
 
-/* The ceiling child's commands: copy the second half of each slot from the
- * parent's `src` with process_vm_readv for `secs`, while the parent writes
- * the first half into the child with process_vm_writev (size 0: exit). */
+/* The ceiling child's commands (size 0: exit). HALVES: copy the second
+ * half of each slot from the parent's `src` with process_vm_readv for
+ * `secs`, while the parent writes the first half into the child with
+ * process_vm_writev. PIPE: copy the slots the parent streams through the
+ * shared ring out into the child's buffer until the parent stops. */
+enum { HALVES, PIPE };
 struct half_cmd {
 	uint64_t size, src;
 	double secs;
+	int kind;
 };
 struct half_res {
 	uint64_t bytes, ns;
 };
+
+/* A single-producer ring of 4 KiB cells in shared memory, as a plain
+ * two-process pipe: the parent copies each slot in, piece by piece, the
+ * child copies it out. What any copy through shared memory gets here. */
+#define PIPE_CELLS 256
+#define PIPE_CELL 4096
+struct pipe_ring {
+	_Atomic uint64_t tail __attribute__((aligned(128)));
+	_Atomic uint64_t head __attribute__((aligned(128)));
+	_Atomic uint64_t stop __attribute__((aligned(128))); /* final tail + 1, or 0 */
+	char cell[PIPE_CELLS][PIPE_CELL] __attribute__((aligned(4096)));
+};
+static struct pipe_ring *ring;
+
+/* The piece of the stream that cell `k` carries for slots of `size`: its
+ * offset in the buffer and its length (slots cut into cell-sized pieces). */
+static size_t pipe_piece(uint64_t k, size_t size, size_t *len)
+{
+	size_t per = (size + PIPE_CELL - 1) / PIPE_CELL;
+	uint64_t slot = k / per, part = k % per;
+	size_t at = (size_t)part * PIPE_CELL;
+	*len = size - at < PIPE_CELL ? size - at : PIPE_CELL;
+	return (size_t)(slot % slots_for(size)) * size + at;
+}
+
+/* Child: drains the ring into buf until the parent's stop mark. */
+static uint64_t pipe_drain(char *buf, size_t size)
+{
+	uint64_t h = 0, bytes = 0;
+	for (;;) {
+		uint64_t t = atomic_load_explicit(&ring->tail, memory_order_acquire);
+		if (h == t) {
+			uint64_t st = atomic_load_explicit(&ring->stop, memory_order_acquire);
+			if (st && h == st - 1)
+				return bytes;
+			continue;
+		}
+		size_t len, at = pipe_piece(h, size, &len);
+		memcpy(buf + at, ring->cell[h % PIPE_CELLS], len);
+		bytes += len;
+		h++;
+		atomic_store_explicit(&ring->head, h, memory_order_release);
+	}
+}
+
+/* Parent: streams slots of `size` through the ring for `secs`; GB/s of
+ * the bytes the child copied out. */
+static double pipe_run(int to_child, int from_child, char *src, size_t size, double secs)
+{
+	struct half_cmd c = { size, 0, secs, PIPE };
+	struct half_res r;
+	atomic_store(&ring->tail, 0);
+	atomic_store(&ring->head, 0);
+	atomic_store(&ring->stop, 0);
+	write_all(to_child, &c, sizeof(c));
+	uint64_t t = 0, t0 = now_ns(), deadline = t0 + (uint64_t)(secs * 1e9);
+	for (;;) {
+		while (t - atomic_load_explicit(&ring->head, memory_order_acquire) >= PIPE_CELLS)
+			;
+		size_t len, at = pipe_piece(t, size, &len);
+		memcpy(ring->cell[t % PIPE_CELLS], src + at, len);
+		t++;
+		atomic_store_explicit(&ring->tail, t, memory_order_release);
+		if (!(t & 15) && now_ns() >= deadline)
+			break;
+	}
+	atomic_store_explicit(&ring->stop, t + 1, memory_order_release);
+	read_all(from_child, &r, sizeof(r));
+	return (double)r.bytes / (double)(now_ns() - t0);
+}
 
 /* Both processes copying a half of each slot at once (as oxshm's shared
  * copies do): GB/s of the two together. */
 static double two_halves(int to_child, int from_child, pid_t pid, char *src, char *remote,
 			 size_t size, double secs)
 {
-	struct half_cmd c = { size, (uint64_t)(uintptr_t)src, secs };
+	struct half_cmd c = { size, (uint64_t)(uintptr_t)src, secs, HALVES };
 	struct half_res r;
 	uint64_t ns;
 	size_t half = size / 2;
@@ -1041,6 +1117,16 @@ static void ceiling(void)
 	role = "ceiling";
 	arm_alarm();
 	int p2c[2], c2p[2];
+	ring = mmap(NULL, sizeof(*ring), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (ring == MAP_FAILED) {
+		perror("mmap");
+		exit(1);
+	}
+	ring = mmap(NULL, sizeof(*ring), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (ring == MAP_FAILED) {
+		perror("mmap");
+		exit(1);
+	}
 	if (pipe(p2c) || pipe(c2p)) {
 		perror("pipe");
 		exit(1);
@@ -1063,10 +1149,14 @@ static void ceiling(void)
 			read_all(p2c[0], &c, sizeof(c));
 			if (!c.size)
 				_exit(0);
-			struct half_res r;
+			struct half_res r = { 0, 0 };
 			size_t half = c.size / 2;
-			r.bytes = copy_part(2, buf, NULL, getppid(), (char *)(uintptr_t)c.src,
-					    c.size, half, c.size - half, c.secs, &r.ns);
+			if (c.kind == PIPE)
+				r.bytes = pipe_drain(buf, c.size);
+			else
+				r.bytes = copy_part(2, buf, NULL, getppid(),
+						    (char *)(uintptr_t)c.src, c.size, half,
+						    c.size - half, c.secs, &r.ns);
 			write_all(c2p[1], &r, sizeof(r));
 		}
 	}
@@ -1082,8 +1172,8 @@ static void ceiling(void)
 	read_all(c2p[0], &a, sizeof(a));
 	char *remote = (char *)(uintptr_t)a;
 
-	static const char *names[] = { "memcpy", "pvwritev", "pvreadv", "pvhalves" };
-	for (int kind = 0; kind < 4; kind++) {
+	static const char *names[] = { "memcpy", "pvwritev", "pvreadv", "pvhalves", "shmpipe" };
+	for (int kind = 0; kind < 5; kind++) {
 		for (size_t i = 0; i < nsizes; i++) {
 			char name[32];
 			size_name(sizes[i], name, sizeof(name));
@@ -1091,6 +1181,9 @@ static void ceiling(void)
 			if (kind == 3) {
 				two_halves(p2c[1], c2p[0], pid, src, remote, sizes[i], warm_s);
 				g = two_halves(p2c[1], c2p[0], pid, src, remote, sizes[i], run_s);
+			} else if (kind == 4) {
+				pipe_run(p2c[1], c2p[0], src, sizes[i], warm_s);
+				g = pipe_run(p2c[1], c2p[0], src, sizes[i], run_s);
 			} else {
 				copy_run(kind, dst, src, pid, remote, sizes[i], warm_s);
 				g = copy_run(kind, dst, src, pid, remote, sizes[i], run_s);
@@ -1100,7 +1193,7 @@ static void ceiling(void)
 			fflush(stdout);
 		}
 	}
-	struct half_cmd stop = { 0, 0, 0 };
+	struct half_cmd stop = { 0, 0, 0, HALVES };
 	write_all(p2c[1], &stop, sizeof(stop));
 	int status;
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status)) {

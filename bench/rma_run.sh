@@ -6,7 +6,8 @@
 # of RUNS rounds then runs, in this order,
 #   ceiling    rma_bench -ceiling: memcpy, process_vm_writev/readv into a
 #              forked child, and both processes copying half of each
-#              transfer at once (writev and readv; no libfabric)
+#              transfer at once (writev and readv), and a plain shared-memory
+#              pipe of 4 KiB cells between them (no libfabric)
 #   upstream   Debian's libfabric 1.17 (system library), provider shm
 #   ours       oxfabric: LD_LIBRARY_PATH=$BUILD, provider oxshm
 #   staged     the same with FI_OXSHM_CMA=0: bulk copies staged through
@@ -23,7 +24,7 @@
 # data, a wrong library loaded, a missing figure) fails the script.
 #
 # Writes $BUILD/bench/rma.dat (size ours_w ours_r up_w up_r memcpy pvw pvr
-# staged_w staged_r pvhalves, NaN where not measured) and rma.svg (gnuplot, or bench/plot.py).
+# staged_w staged_r pvhalves shmpipe, NaN where not measured) and rma.svg (gnuplot, or bench/plot.py).
 # The last lines are machine-readable:
 #   result <metric> <size> <ours> <reference> <ratio> <target> <PASS|MISS|->
 #
@@ -181,7 +182,7 @@ human() {
 
 results=()
 dat=$OUT/rma.dat
-echo "# size ours_w ours_r up_w up_r memcpy pvw pvr staged_w staged_r pvhalves (GB/s, 1e9 bytes/s; medians of $RUNS)" >"$dat"
+echo "# size ours_w ours_r up_w up_r memcpy pvw pvr staged_w staged_r pvhalves shmpipe (GB/s, 1e9 bytes/s; medians of $RUNS)" >"$dat"
 
 echo
 echo "bandwidth, GB/s (ours = oxshm on oxfabric, up = shm on Debian's libfabric 1.17;"
@@ -219,7 +220,8 @@ for s in "${sizes[@]}"; do
 		"$cr" "$vcr" "$(ratio "$ow" "$ph")" "$(ratio "$orr" "$ph")"
 	sw=$(fig staged write_gbps "$s")
 	sr=$(fig staged read_gbps "$s")
-	echo "$s ${ow:-NaN} ${orr:-NaN} ${uw:-NaN} ${ur:-NaN} ${mc:-NaN} ${pw:-NaN} ${pr:-NaN} ${sw:-NaN} ${sr:-NaN} ${ph:-NaN}" >>"$dat"
+	sp=$(fig ceiling shmpipe "$s")
+	echo "$s ${ow:-NaN} ${orr:-NaN} ${uw:-NaN} ${ur:-NaN} ${mc:-NaN} ${pw:-NaN} ${pr:-NaN} ${sw:-NaN} ${sr:-NaN} ${ph:-NaN} ${sp:-NaN}" >>"$dat"
 	t=${ut:+">=${ut}x"}
 	results+=("result write_gbps $s ${ow:--} ${uw:--} $rw ${t:--} ${vw/n\/r/NOT_RUN}")
 	results+=("result read_gbps $s ${orr:--} ${ur:--} $rr ${t:--} ${vr/n\/r/NOT_RUN}")
@@ -239,16 +241,19 @@ if [ -e "$OUT/rma.staged.1.log" ]; then
 	echo
 	echo "staged (FI_OXSHM_CMA=0: bulk copies through shared memory, as where the kernel"
 	echo "does not permit cross-memory attach), GB/s, against upstream doing the same"
-	echo "(nocma: FI_SHM_DISABLE_CMA=1) and against ours with cross-memory attach:"
-	printf '%-8s | %9s %9s %7s %7s | %9s %9s %7s %7s\n' size "staged w" "nocma w" "ratio" "/ours" \
-		"staged r" "nocma r" "ratio" "/ours"
+	echo "(nocma: FI_SHM_DISABLE_CMA=1), against ours with cross-memory attach, and against"
+	echo "a plain two-process pipe of 4 KiB cells (pipe: memcpy in, memcpy out, no libfabric)"
+	printf '%-8s | %9s %9s %7s %7s %7s | %9s %9s %7s %7s %7s | %9s\n' size "staged w" "nocma w" \
+		"ratio" "/ours" "/pipe" "staged r" "nocma r" "ratio" "/ours" "/pipe" "pipe"
 	for s in "${sizes[@]}"; do
 		sw=$(fig staged write_gbps "$s") sr=$(fig staged read_gbps "$s")
 		ow=$(fig ours write_gbps "$s") orr=$(fig ours read_gbps "$s")
 		nw=$(fig upstream-nocma write_gbps "$s") nr=$(fig upstream-nocma read_gbps "$s")
-		printf '%-8s | %9s %9s %7s %7s | %9s %9s %7s %7s\n' "$(human "$s")" "$(num "$sw")" \
-			"$(num "$nw")" "$(ratio "$sw" "$nw")" "$(ratio "$sw" "$ow")" "$(num "$sr")" \
-			"$(num "$nr")" "$(ratio "$sr" "$nr")" "$(ratio "$sr" "$orr")"
+		sp=$(fig ceiling shmpipe "$s")
+		printf '%-8s | %9s %9s %7s %7s %7s | %9s %9s %7s %7s %7s | %9s\n' "$(human "$s")" \
+			"$(num "$sw")" "$(num "$nw")" "$(ratio "$sw" "$nw")" "$(ratio "$sw" "$ow")" \
+			"$(ratio "$sw" "$sp")" "$(num "$sr")" "$(num "$nr")" "$(ratio "$sr" "$nr")" \
+			"$(ratio "$sr" "$orr")" "$(ratio "$sr" "$sp")" "$(num "$sp")"
 		results+=("result staged_write_gbps $s ${sw:--} ${nw:--} $(ratio "$sw" "$nw") - -")
 		results+=("result staged_read_gbps $s ${sr:--} ${nr:--} $(ratio "$sr" "$nr") - -")
 	done
