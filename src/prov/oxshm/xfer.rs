@@ -654,6 +654,39 @@ fn split_at(pieces: &[(u64, u64)], at: u64) -> (Pieces, Pieces) {
     (a, b)
 }
 
+/// Bytes `[off, off + len)` of `pieces`, as pieces: no allocation when
+/// they lie in one piece, as a staged piece of a contiguous buffer does.
+fn window(pieces: &[(u64, u64)], off: u64, len: u64) -> Window {
+    let mut at = 0u64;
+    for &(p, l) in pieces {
+        if off < at + l {
+            if off + len <= at + l {
+                return Window::One([(p + (off - at), len)]);
+            }
+            break;
+        }
+        at += l;
+    }
+    let (_, rest) = split_at(pieces, off);
+    Window::Many(split_at(&rest, len).0)
+}
+
+enum Window {
+    One([(u64, u64); 1]),
+    Many(Pieces),
+}
+
+impl std::ops::Deref for Window {
+    type Target = [(u64, u64)];
+
+    fn deref(&self) -> &[(u64, u64)] {
+        match self {
+            Window::One(a) => a,
+            Window::Many(v) => v,
+        }
+    }
+}
+
 /// A transfer this endpoint receives in staged pieces ([`K_CHUNK`]).
 struct Inbound {
     from: Address,
@@ -1850,8 +1883,7 @@ impl Xfer {
         };
         while o.sent < o.len {
             let n = (o.len - o.sent).min(CHUNK as u64);
-            let (_, rest) = split_at(&o.src, o.sent);
-            let (piece, _) = split_at(&rest, n);
+            let piece = window(&o.src, o.sent, n);
             let mut w = Wire {
                 data: o.sent,
                 len: n,
@@ -1891,7 +1923,7 @@ impl Xfer {
                 sent
             } else {
                 let mut parts: Vec<&[u8]> = vec![w.bytes()];
-                for &(a, l) in &piece {
+                for &(a, l) in piece.iter() {
                     // SAFETY: the application's buffers of an operation
                     // that has not completed (fi_msg(3), fi_rma(3)).
                     parts.push(unsafe { std::slice::from_raw_parts(a as *const u8, l as usize) });
@@ -1969,8 +2001,7 @@ impl Xfer {
             }
             s.status = Err(Error::INVAL);
         } else if s.status.is_ok() {
-            let (_, rest) = split_at(&s.dest, s.got);
-            let (piece, _) = split_at(&rest, c.len);
+            let piece = window(&s.dest, s.got, c.len);
             s.status = if s.checked {
                 copy_in(&piece, body, true)
             } else {
@@ -2028,8 +2059,7 @@ impl Xfer {
             );
             return;
         }
-        let (_, rest) = split_at(local, c.data);
-        let (piece, _) = split_at(&rest, c.len);
+        let piece = window(local, c.data, c.len);
         // SAFETY: the read's destination buffers, the application's until
         // the operation completes (fi_rma(3)).
         unsafe { scatter(body, &piece) };
@@ -2332,5 +2362,35 @@ impl Active<'_> {
 impl Drop for Active<'_> {
     fn drop(&mut self) {
         self.0.active.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `window` names the same bytes as the two splits it replaces, for
+    /// every offset and length over pieces of several shapes.
+    #[test]
+    fn window_matches_split() {
+        let shapes: [&[(u64, u64)]; 3] = [
+            &[(1000, 64)],
+            &[(1000, 10), (5000, 1), (9000, 30)],
+            &[(0, 3), (100, 0), (200, 7)],
+        ];
+        for pieces in shapes {
+            let total: u64 = pieces.iter().map(|p| p.1).sum();
+            for off in 0..=total {
+                for len in 0..=total - off {
+                    let (_, rest) = split_at(pieces, off);
+                    let (want, _) = split_at(&rest, len);
+                    let got = window(pieces, off, len);
+                    let flat = |v: &[(u64, u64)]| -> Vec<u64> {
+                        v.iter().flat_map(|&(a, l)| a..a + l).collect()
+                    };
+                    assert_eq!(flat(&got), flat(&want), "off {off} len {len}");
+                }
+            }
+        }
     }
 }
