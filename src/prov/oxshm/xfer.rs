@@ -19,10 +19,11 @@
 //!   `process_vm_readv` from the initiator's buffers for writes and sends,
 //!   `process_vm_writev` into them for reads. The request carries the
 //!   initiator's iovs; they must stay valid until the operation completes,
-//!   as libfabric requires of every non-inject buffer. From [`SPLIT_MIN`]
-//!   the target grants the initiator a share of the verified accesses to
-//!   copy itself, so that both processes copy at once: every other
-//!   operation of a stream, or half of a lone large one.
+//!   as libfabric requires of every non-inject buffer. The target grants
+//!   the initiator a share of the verified accesses to copy itself, so
+//!   that both processes copy at once: every other operation of a stream
+//!   (more requests queued behind it), every other one from [`SPLIT_MIN`],
+//!   or half of a lone large one.
 //! - Where the kernel does not permit cross-memory attach between two
 //!   processes (Yama `ptrace_scope` 2 or 3, a peer that is not an ancestor
 //!   under scope 1 without PR_SET_PTRACER, `FI_OXSHM_CMA=0`), the bytes are
@@ -124,10 +125,12 @@ const W_STAGED: u32 = 1 << 5;
 /// The last staged piece of a transfer.
 const W_LAST: u32 = 1 << 6;
 
-/// RMA transfers from this size on are shared copies: the target verifies
-/// the access and may grant the initiator a share of it (the verified
-/// target addresses) to copy itself (see [`HALVES_MIN`]), so that both
-/// processes copy at once, on two CPUs.
+/// RMA transfers from this size on, and smaller ones with more requests
+/// queued behind them, are shared copies: the target verifies the access
+/// and may grant the initiator a share of it (the verified target
+/// addresses) to copy itself (see [`HALVES_MIN`]), so that both processes
+/// copy at once, on two CPUs. A lone smaller one is copied by the target
+/// (a grant would add a round trip).
 pub const SPLIT_MIN: u64 = 64 * 1024;
 /// From this size a shared copy that has no other request queued behind it
 /// is split in halves between the two processes; smaller ones, and those
@@ -1615,7 +1618,7 @@ impl Xfer {
             if !mine && !theirs {
                 return self.stage_rma(w, t, active);
             }
-            let share = if theirs && (!mine || w.len >= SPLIT_MIN) {
+            let share = if theirs && (!mine || w.len >= SPLIT_MIN || self.inbox.more_behind()) {
                 self.initiator_share(w.len, mine)
             } else {
                 0
