@@ -1863,12 +1863,24 @@ impl Xfer {
 
     /// Sends what the staged transfers out of this endpoint can: as many
     /// pieces as the receivers' rings take, in order.
+    ///
+    /// Once a receiver's ring is full, the transfers behind to the same
+    /// receiver are not tried: each try reads the ring's cells, pulling
+    /// their lines away from the receiver that is emptying it.
     fn pump(&self) {
         let mut out = lock(&self.outbound);
+        let mut full: Vec<Address> = Vec::new();
         let mut i = 0;
         while i < out.len() {
+            if full.contains(&out[i].to) {
+                i += 1;
+                continue;
+            }
             match self.pump_one(&mut out[i]) {
-                Pumped::Blocked => i += 1,
+                Pumped::Blocked => {
+                    full.push(out[i].to);
+                    i += 1;
+                }
                 Pumped::Done => {
                     out.remove(i);
                 }
