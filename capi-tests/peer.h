@@ -290,6 +290,26 @@ static inline uint64_t peer_raddr(struct peer *p, const void *base, uint64_t off
 	return off;
 }
 
+/* The data pattern of the transfer tests: byte i of a buffer filled with
+ * `seed` is i * 31 + seed. */
+static inline void peer_fill(unsigned char *b, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = (unsigned char)(i * 31 + seed);
+}
+
+/* 0 when b holds peer_fill's pattern for `seed`; names the first wrong byte. */
+static inline int peer_check_fill(const unsigned char *b, size_t n, unsigned seed)
+{
+	for (size_t i = 0; i < n; i++)
+		if (b[i] != (unsigned char)(i * 31 + seed)) {
+			fprintf(stderr, "    byte %zu of %zu is %u, want %u\n", i, n, b[i],
+				(unsigned char)(i * 31 + seed));
+			return 1;
+		}
+	return 0;
+}
+
 /* What the target publishes about a region. */
 struct peer_region {
 	uint64_t key;

@@ -13,23 +13,6 @@ enum { BUF = 1 << 20 };
 static const size_t sizes[] = { 8, 3073, 65536, 300000, BUF };
 enum { NSIZES = sizeof(sizes) / sizeof(sizes[0]) };
 
-static void fill(unsigned char *b, size_t n, unsigned seed)
-{
-	for (size_t i = 0; i < n; i++)
-		b[i] = (unsigned char)(i * 31 + seed);
-}
-
-static int check_fill(const unsigned char *b, size_t n, unsigned seed)
-{
-	for (size_t i = 0; i < n; i++)
-		if (b[i] != (unsigned char)(i * 31 + seed)) {
-			fprintf(stderr, "    byte %zu is %u, want %u\n", i, b[i],
-				(unsigned char)(i * 31 + seed));
-			return 1;
-		}
-	return 0;
-}
-
 /* Inserts `to`'s name into `from`'s AV. */
 static int address(struct peer *from, struct peer *to, fi_addr_t *out)
 {
@@ -68,15 +51,15 @@ static int rma_between(struct peer *ini, struct peer *tgt)
 	int ctx;
 	for (size_t i = 0; i < NSIZES; i++) {
 		size_t n = sizes[i];
-		fill(src, n, (unsigned)i);
+		peer_fill(src, n, (unsigned)i);
 		CHECK_OK(fi_write(ini->ep, src, n, NULL, to, peer_raddr(tgt, region, 0), key,
 				  &ctx));
 		CHECK_OK(done(ini, &ctx));
-		CHECK_OK(check_fill(region, n, (unsigned)i));
+		CHECK_OK(peer_check_fill(region, n, (unsigned)i));
 		memset(dst, 0, n);
 		CHECK_OK(fi_read(ini->ep, dst, n, NULL, to, peer_raddr(tgt, region, 0), key, &ctx));
 		CHECK_OK(done(ini, &ctx));
-		CHECK_OK(check_fill(dst, n, (unsigned)i));
+		CHECK_OK(peer_check_fill(dst, n, (unsigned)i));
 	}
 	/* A wrong key: refused at the target, nothing moves, error completion. */
 	unsigned char before[4096];
@@ -168,7 +151,7 @@ static int messages_to_self(void)
 	CHECK(out && in);
 	for (int i = 0; i < 2; i++) {
 		int rctx, sctx;
-		fill(out, lens[i], 9u + (unsigned)i);
+		peer_fill(out, lens[i], 9u + (unsigned)i);
 		memset(in, 0, lens[i]);
 		CHECK_OK(fi_recv(p.ep, in, lens[i], NULL, me, &rctx));
 		CHECK_OK(fi_send(p.ep, out, lens[i], NULL, me, &sctx));
@@ -186,7 +169,7 @@ static int messages_to_self(void)
 			}
 		}
 		CHECK(seen_r == 1 && seen_s == 1);
-		CHECK_OK(check_fill(in, lens[i], 9u + (unsigned)i));
+		CHECK_OK(peer_check_fill(in, lens[i], 9u + (unsigned)i));
 	}
 	free(out);
 	free(in);

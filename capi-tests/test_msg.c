@@ -13,23 +13,6 @@
 
 enum { BIG = 1 << 20 };
 
-static void fill(unsigned char *b, size_t n, unsigned seed)
-{
-	for (size_t i = 0; i < n; i++)
-		b[i] = (unsigned char)(i * 31 + seed);
-}
-
-static int check_fill(const unsigned char *b, size_t n, unsigned seed)
-{
-	for (size_t i = 0; i < n; i++)
-		if (b[i] != (unsigned char)(i * 31 + seed)) {
-			fprintf(stderr, "    byte %zu of %zu is %u, want %u\n", i, n, b[i],
-				(unsigned char)(i * 31 + seed));
-			return 1;
-		}
-	return 0;
-}
-
 /* A case-wide alarm in the parent (the target gets one from peer_open). */
 static void arm(void)
 {
@@ -132,7 +115,7 @@ static int sizes_target(struct peer *p)
 		CHECK(e.len == sizes[i]);
 		CHECK(e.buf == buf);
 		CHECK(src == p->other);
-		rc = check_fill(buf, sizes[i], (unsigned)i);
+		rc = peer_check_fill(buf, sizes[i], (unsigned)i);
 		/* Nothing past the message was written. */
 		if (!rc && sizes[i] < BIG)
 			CHECK(buf[sizes[i]] == 0);
@@ -152,7 +135,7 @@ static int sizes_initiator(struct peer *p)
 	CHECK(buf);
 	int rc = 0;
 	for (size_t i = 0; i < NSIZES && !rc; i++) {
-		fill(buf, sizes[i], (unsigned)i);
+		peer_fill(buf, sizes[i], (unsigned)i);
 		CHECK_OK(peer_sync(p));
 		int ctx;
 		CHECK_OK(fi_send(p->ep, buf, sizes[i], NULL, p->other, &ctx));
@@ -217,7 +200,7 @@ static int unexpected_target(struct peer *p)
 				m = j;
 		CHECK(m >= 0 && !(seen & (1 << m)));
 		seen |= 1 << m;
-		rc = check_fill(buf[i], e.len, 40u + (unsigned)m);
+		rc = peer_check_fill(buf[i], e.len, 40u + (unsigned)m);
 	}
 	for (int i = 0; i < 3; i++)
 		free(buf[i]);
@@ -235,7 +218,7 @@ static int unexpected_initiator(struct peer *p)
 	for (int i = 0; i < 3; i++) {
 		buf[i] = malloc(unexp_sizes[i]);
 		CHECK(buf[i]);
-		fill(buf[i], unexp_sizes[i], 40u + (unsigned)i);
+		peer_fill(buf[i], unexp_sizes[i], 40u + (unsigned)i);
 		CHECK_OK(fi_send(p->ep, buf[i], unexp_sizes[i], NULL, p->other, &ctx[i]));
 	}
 	int rc = 0;
@@ -324,7 +307,7 @@ static int iov_target(struct peer *p)
 			CHECK(e.flags == (FI_RECV | FI_MSG));
 			/* The receive pieces are consecutive here: the message
 			 * fills them in order. */
-			rc = check_fill(flat, want, 60u + (unsigned)m);
+			rc = peer_check_fill(flat, want, 60u + (unsigned)m);
 			for (size_t i = want; i < total && !rc; i++)
 				rc = flat[i] != 0;
 		}
@@ -348,7 +331,7 @@ static int iov_initiator(struct peer *p)
 		size_t total = sum(iov_send[m], iov_nsend[m]);
 		unsigned char *flat = malloc(total);
 		CHECK(flat);
-		fill(flat, total, 60u + (unsigned)m);
+		peer_fill(flat, total, 60u + (unsigned)m);
 		/* Separate buffers per piece, so a gather that reads the wrong
 		 * place shows. */
 		struct iovec iov[4];
@@ -411,7 +394,7 @@ static int sendmsg_target(struct peer *p)
 			CHECK(e.data == 0xD00D0000u + (unsigned)m);
 			CHECK(e.len == msg_sizes[m]);
 			CHECK(src == p->other);
-			rc = check_fill(b, msg_sizes[m], 80u + (unsigned)m);
+			rc = peer_check_fill(b, msg_sizes[m], 80u + (unsigned)m);
 		}
 		free(b);
 		CHECK_OK(rc);
@@ -426,7 +409,7 @@ static int sendmsg_initiator(struct peer *p)
 		size_t n = msg_sizes[m], half = n / 2;
 		unsigned char *b = malloc(n);
 		CHECK(b);
-		fill(b, n, 80u + (unsigned)m);
+		peer_fill(b, n, 80u + (unsigned)m);
 		int ctx;
 		struct iovec iov[2] = { { b, half }, { b + half, n - half } };
 		struct fi_msg msg = { .msg_iov = iov, .iov_count = 2, .addr = p->other,
@@ -476,7 +459,7 @@ static int inject_target(struct peer *p)
 		rc = 1;
 		if (e.op_context == full) {
 			CHECK(e.len == 3072);
-			rc = check_fill(full, 3072, 9);
+			rc = peer_check_fill(full, 3072, 9);
 			continue;
 		}
 		unsigned char *r = e.op_context;
@@ -488,7 +471,7 @@ static int inject_target(struct peer *p)
 		int m = r[0];
 		CHECK(m < NINJ && !seen[m]);
 		seen[m] = 1;
-		rc = check_fill(r + 1, INJ_LEN - 1, (unsigned)m);
+		rc = peer_check_fill(r + 1, INJ_LEN - 1, (unsigned)m);
 	}
 	free(b);
 	free(full);
@@ -506,12 +489,12 @@ static int inject_initiator(struct peer *p)
 	CHECK_OK(peer_sync(p));
 	for (int i = 0; i < NINJ; i++) {
 		buf[0] = (unsigned char)i;
-		fill(buf + 1, INJ_LEN - 1, (unsigned)i);
+		peer_fill(buf + 1, INJ_LEN - 1, (unsigned)i);
 		CHECK_OK(fi_inject(p->ep, buf, INJ_LEN, p->other));
 		/* The buffer is ours again at once. */
 		memset(buf, 0xEE, INJ_LEN);
 	}
-	fill(buf, 3072, 9);
+	peer_fill(buf, 3072, 9);
 	CHECK_OK(fi_inject(p->ep, buf, 3072, p->other));
 	memset(buf, 0xEE, 3072);
 	/* Injects complete at the counter only, never at the CQ. */
@@ -558,7 +541,7 @@ static int senddata_target(struct peer *p)
 				CHECK(e.tag == 0x77);
 			CHECK(e.data == 0x1234567890abcdefULL + (unsigned)m);
 			CHECK(e.len == data_sizes[m]);
-			rc = check_fill(b, data_sizes[m], 100u + (unsigned)m);
+			rc = peer_check_fill(b, data_sizes[m], 100u + (unsigned)m);
 		}
 		free(b);
 		CHECK_OK(rc);
@@ -572,7 +555,7 @@ static int senddata_initiator(struct peer *p)
 	for (int m = 0; m < 4; m++) {
 		unsigned char *b = malloc(data_sizes[m]);
 		CHECK(b);
-		fill(b, data_sizes[m], 100u + (unsigned)m);
+		peer_fill(b, data_sizes[m], 100u + (unsigned)m);
 		CHECK_OK(peer_sync(p));
 		int ctx, rc;
 		uint64_t data = 0x1234567890abcdefULL + (unsigned)m;
@@ -645,7 +628,7 @@ static int trunc_target(struct peer *p)
 			CHECK(err.olen == trunc_len[m] - trunc_room[m]);
 			CHECK(err.flags & FI_RECV);
 			CHECK(err.flags & FI_MSG);
-			rc = check_fill(b, trunc_room[m], 120u + (unsigned)m);
+			rc = peer_check_fill(b, trunc_room[m], 120u + (unsigned)m);
 			/* Not a byte past the buffer. */
 			for (size_t i = trunc_room[m]; i < trunc_room[m] + 16 && !rc; i++)
 				rc = b[i] != 0;
@@ -669,7 +652,7 @@ static int trunc_initiator(struct peer *p)
 		int late = m >= 2;
 		unsigned char *b = malloc(trunc_len[m]);
 		CHECK(b);
-		fill(b, trunc_len[m], 120u + (unsigned)m);
+		peer_fill(b, trunc_len[m], 120u + (unsigned)m);
 		int ctx, rc = 0;
 		if (!late)
 			rc = peer_sync(p);
@@ -732,12 +715,12 @@ static int tagged_target(struct peer *p)
 		if (e.op_context == &ca) {
 			CHECK(e.tag == TAG_A);
 			CHECK(e.len == 10);
-			CHECK_OK(check_fill(a, 10, 1));
+			CHECK_OK(peer_check_fill(a, 10, 1));
 		} else {
 			CHECK(e.op_context == &cb);
 			CHECK(e.tag == TAG_B);
 			CHECK(e.len == 20);
-			CHECK_OK(check_fill(b, 20, 2));
+			CHECK_OK(peer_check_fill(b, 20, 2));
 		}
 	}
 	CHECK_OK(cq_stays_empty(p, 50));
@@ -752,13 +735,13 @@ static int tagged_target(struct peer *p)
 	CHECK(e.op_context == &cb);
 	CHECK(e.tag == TAG_B);
 	CHECK(e.len == 65536);
-	CHECK_OK(check_fill(c, 65536, 4));
+	CHECK_OK(peer_check_fill(c, 65536, 4));
 	CHECK_OK(fi_trecv(p->ep, a, sizeof(a), NULL, FI_ADDR_UNSPEC, TAG_A, 0, &ca));
 	CHECK_OK(peer_wait(p, &e, NULL));
 	CHECK(e.op_context == &ca);
 	CHECK(e.tag == TAG_A);
 	CHECK(e.len == 30);
-	CHECK_OK(check_fill(a, 30, 3));
+	CHECK_OK(peer_check_fill(a, 30, 3));
 	/* The untagged and the 0x22xx receives are still there: an untagged
 	 * message goes to the untagged receive, a 0x22ab one to the other. */
 	CHECK_OK(peer_sync(p));
@@ -784,8 +767,8 @@ static int tagged_initiator(struct peer *p)
 	unsigned char a[30], b[20], *c = malloc(65536);
 	CHECK(c);
 	int ca, cb;
-	fill(a, 10, 1);
-	fill(b, 20, 2);
+	peer_fill(a, 10, 1);
+	peer_fill(b, 20, 2);
 	CHECK_OK(peer_sync(p));
 	CHECK_OK(fi_tsend(p->ep, a, 10, NULL, p->other, TAG_A, &ca));
 	CHECK_OK(fi_tsend(p->ep, b, 20, NULL, p->other, TAG_B, &cb));
@@ -795,8 +778,8 @@ static int tagged_initiator(struct peer *p)
 		CHECK(e.op_context == &ca || e.op_context == &cb);
 		CHECK(e.flags == (FI_SEND | FI_TAGGED));
 	}
-	fill(a, 30, 3);
-	fill(c, 65536, 4);
+	peer_fill(a, 30, 3);
+	peer_fill(c, 65536, 4);
 	CHECK_OK(fi_tsend(p->ep, a, 30, NULL, p->other, TAG_A, &ca));
 	CHECK_OK(fi_tsend(p->ep, c, 65536, NULL, p->other, TAG_B, &cb));
 	CHECK_OK(peer_sync(p));
@@ -847,7 +830,7 @@ static int directed_target(struct peer *p)
 	CHECK_OK(wait_from(p, &e, &src, NULL));
 	CHECK(e.op_context == &cg);
 	CHECK(src == p->other);
-	CHECK_OK(check_fill(g, 40, 11));
+	CHECK_OK(peer_check_fill(g, 40, 11));
 	/* The directed ones stay pending; the tagged message waits unexpected. */
 	CHECK_OK(cq_stays_empty(p, 100));
 	/* A receive directed at the sender takes the tagged message. */
@@ -857,11 +840,11 @@ static int directed_target(struct peer *p)
 	CHECK(e.flags == (FI_RECV | FI_TAGGED));
 	CHECK(e.tag == 7);
 	CHECK(src == p->other);
-	CHECK_OK(check_fill(d2, 50, 12));
+	CHECK_OK(peer_check_fill(d2, 50, 12));
 	/* Our own messages to ourselves match the receives directed at us. */
 	unsigned char m1[33], m2[34];
-	fill(m1, sizeof(m1), 13);
-	fill(m2, sizeof(m2), 14);
+	peer_fill(m1, sizeof(m1), 13);
+	peer_fill(m2, sizeof(m2), 14);
 	int s1, s2;
 	CHECK_OK(fi_send(p->ep, m1, sizeof(m1), NULL, self, &s1));
 	CHECK_OK(fi_tsend(p->ep, m2, sizeof(m2), NULL, self, 7, &s2));
@@ -875,14 +858,14 @@ static int directed_target(struct peer *p)
 			CHECK(e.flags == (FI_RECV | FI_MSG));
 			CHECK(src == self);
 			CHECK(e.len == sizeof(m1));
-			CHECK_OK(check_fill(d1, sizeof(m1), 13));
+			CHECK_OK(peer_check_fill(d1, sizeof(m1), 13));
 			got |= 4;
 		} else {
 			CHECK(e.op_context == &ct);
 			CHECK(e.flags == (FI_RECV | FI_TAGGED));
 			CHECK(src == self);
 			CHECK(e.len == sizeof(m2));
-			CHECK_OK(check_fill(t1, sizeof(m2), 14));
+			CHECK_OK(peer_check_fill(t1, sizeof(m2), 14));
 			got |= 8;
 		}
 	}
@@ -896,8 +879,8 @@ static int directed_target(struct peer *p)
 static int directed_initiator(struct peer *p)
 {
 	unsigned char a[40], b[50];
-	fill(a, sizeof(a), 11);
-	fill(b, sizeof(b), 12);
+	peer_fill(a, sizeof(a), 11);
+	peer_fill(b, sizeof(b), 12);
 	CHECK_OK(peer_sync(p));
 	int ca, cb;
 	CHECK_OK(fi_send(p->ep, a, sizeof(a), NULL, p->other, &ca));

@@ -8,23 +8,6 @@
 
 enum { BUF = 1 << 20 };
 
-static void fill(unsigned char *b, size_t n, unsigned seed)
-{
-	for (size_t i = 0; i < n; i++)
-		b[i] = (unsigned char)(i * 31 + seed);
-}
-
-static int check_fill(const unsigned char *b, size_t n, unsigned seed)
-{
-	for (size_t i = 0; i < n; i++)
-		if (b[i] != (unsigned char)(i * 31 + seed)) {
-			fprintf(stderr, "    byte %zu is %u, want %u\n", i, b[i],
-				(unsigned char)(i * 31 + seed));
-			return 1;
-		}
-	return 0;
-}
-
 static uint64_t raddr(struct peer *p, const struct peer_region *r, uint64_t off)
 {
 	return (p->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ? r->base + off : off;
@@ -53,7 +36,7 @@ static int sizes_roundtrip(void)
 		struct fid_mr *mr;
 		CHECK_OK(target_region(&p, buf, BUF, FI_REMOTE_READ | FI_REMOTE_WRITE, &mr));
 		CHECK_OK(peer_sync(&p)); /* writes done */
-		fill(buf, BUF, 7);
+		peer_fill(buf, BUF, 7);
 		CHECK_OK(peer_sync(&p)); /* reads may start */
 		CHECK_OK(peer_sync(&p)); /* reads done */
 		uint64_t n = sizeof(sizes) / sizeof(sizes[0]);
@@ -65,7 +48,7 @@ static int sizes_roundtrip(void)
 		struct peer_region r;
 		CHECK(peer_get(&p, &r, sizeof(r)) == 0);
 		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-			fill(buf, sizes[i], (unsigned)i);
+			peer_fill(buf, sizes[i], (unsigned)i);
 			int ctx;
 			CHECK_OK(fi_write(p.ep, buf, sizes[i], NULL, p.other,
 					  raddr(&p, &r, 0), r.key, &ctx));
@@ -85,7 +68,7 @@ static int sizes_roundtrip(void)
 			CHECK_OK(peer_wait(&p, &e, NULL));
 			CHECK(e.flags == (FI_RMA | FI_READ));
 			CHECK(e.len == sizes[i]);
-			rc |= check_fill(buf, sizes[i], 7);
+			rc |= peer_check_fill(buf, sizes[i], 7);
 		}
 		CHECK(peer_cntr(&p, C_READ) == sizeof(sizes) / sizeof(sizes[0]));
 		CHECK_OK(peer_sync(&p));

@@ -1508,25 +1508,9 @@ impl Xfer {
         // consumes a single-use key: a key presented to the wrong endpoint
         // is refused without being used up.
         let scoped = d.mr_mode & FI_MR_ENDPOINT != 0;
-        if scoped {
-            if let Ok(h) = d.registry.handle(w.key) {
-                if !d.mr_bound_to(&h, self.ep) {
-                    crate::ox_log!(
-                        Info,
-                        EpData,
-                        super::NAME,
-                        "refused remote access from {}: key 0x{:x} belongs to another endpoint (FI_MR_ENDPOINT)",
-                        w.src(),
-                        w.key
-                    );
-                    return Err(Error::ACCES);
-                }
-            }
-        }
-        match d.registry.verify(w.key, w.addr, len, want, digest) {
-            // Again for the region verified (the key may have been
-            // closed and reused since the look).
-            Ok(t) if scoped && !d.mr_bound_to(&t.handle, self.ep) => {
+        let foreign = |h: &crate::mr::Handle| {
+            let no = !d.mr_bound_to(h, self.ep);
+            if no {
                 crate::ox_log!(
                     Info,
                     EpData,
@@ -1535,8 +1519,16 @@ impl Xfer {
                     w.src(),
                     w.key
                 );
-                Err(Error::ACCES)
             }
+            no
+        };
+        if scoped && d.registry.handle(w.key).is_ok_and(|h| foreign(&h)) {
+            return Err(Error::ACCES);
+        }
+        match d.registry.verify(w.key, w.addr, len, want, digest) {
+            // Again for the region verified (the key may have been
+            // closed and reused since the look).
+            Ok(t) if scoped && foreign(&t.handle) => Err(Error::ACCES),
             Ok(t) => Ok((t, guard)),
             Err(e) => {
                 crate::ox_log!(
