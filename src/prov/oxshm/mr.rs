@@ -306,9 +306,9 @@ enum Auth {
     AvAddr(u64),
 }
 
-/// iovs of a request: one inline (fi_mr_reg, the common case, allocates
-/// nothing) or a list.
-enum Iovs {
+/// (address, length) pieces: one inline (fi_mr_reg, a staged piece of a
+/// contiguous buffer: the common cases, allocate nothing) or a list.
+pub(super) enum Iovs {
     One([(u64, u64); 1]),
     Many(Vec<(u64, u64)>),
 }

@@ -66,6 +66,7 @@ use super::cq::{Completion, Cq, ErrCompletion};
 use super::domain::Domain;
 use super::ep::{Address, Ep};
 use super::fault;
+use super::mr::Iovs;
 use super::shm::{self, Segment, CELL_DATA};
 use crate::abi::fabric::*;
 use crate::error::{Error, Result};
@@ -659,35 +660,19 @@ fn split_at(pieces: &[(u64, u64)], at: u64) -> (Pieces, Pieces) {
 
 /// Bytes `[off, off + len)` of `pieces`, as pieces: no allocation when
 /// they lie in one piece, as a staged piece of a contiguous buffer does.
-fn window(pieces: &[(u64, u64)], off: u64, len: u64) -> Window {
+fn window(pieces: &[(u64, u64)], off: u64, len: u64) -> Iovs {
     let mut at = 0u64;
     for &(p, l) in pieces {
         if off < at + l {
             if off + len <= at + l {
-                return Window::One([(p + (off - at), len)]);
+                return Iovs::One([(p + (off - at), len)]);
             }
             break;
         }
         at += l;
     }
     let (_, rest) = split_at(pieces, off);
-    Window::Many(split_at(&rest, len).0)
-}
-
-enum Window {
-    One([(u64, u64); 1]),
-    Many(Pieces),
-}
-
-impl std::ops::Deref for Window {
-    type Target = [(u64, u64)];
-
-    fn deref(&self) -> &[(u64, u64)] {
-        match self {
-            Window::One(a) => a,
-            Window::Many(v) => v,
-        }
-    }
+    Iovs::Many(split_at(&rest, len).0)
 }
 
 /// A transfer this endpoint receives in staged pieces ([`K_CHUNK`]).
