@@ -131,6 +131,75 @@ pub const SECONDARY_CAPS: u64 = f::FI_MULTI_RECV
     | f::FI_TAGGED_MULTI_RECV
     | f::FI_EXACT_DIRECTED_RECV;
 
+/// Primary-capability modifiers (fi_getinfo(3)): they restrict what a
+/// primary capability is used for. Where a request names a primary
+/// capability and none of its modifiers, all of them are implied.
+pub const MSG_MODIFIERS: u64 = f::FI_SEND | f::FI_RECV;
+pub const RMA_MODIFIERS: u64 = f::FI_READ | f::FI_WRITE | f::FI_REMOTE_READ | f::FI_REMOTE_WRITE;
+
+/// Capabilities that describe the domain rather than an endpoint's
+/// transfers (fi_domain(3)); they appear in `caps` and `domain_attr->caps`
+/// but never in `tx_attr->caps` or `rx_attr->caps`.
+pub const DOMAIN_ONLY_CAPS: u64 = f::FI_LOCAL_COMM | f::FI_REMOTE_COMM | f::FI_SHARED_AV;
+
+/// Capabilities that may appear in `tx_attr->caps` (fi_endpoint(3)).
+pub const TX_CAPS: u64 = f::FI_MSG
+    | f::FI_RMA
+    | f::FI_TAGGED
+    | f::FI_ATOMIC
+    | f::FI_MULTICAST
+    | f::FI_NAMED_RX_CTX
+    | f::FI_HMEM
+    | f::FI_COLLECTIVE
+    | f::FI_XPU
+    | f::FI_SEND
+    | f::FI_READ
+    | f::FI_WRITE
+    | f::FI_TRIGGER
+    | f::FI_FENCE
+    | f::FI_RMA_PMEM;
+
+/// Capabilities that may appear in `rx_attr->caps` (fi_endpoint(3)).
+pub const RX_CAPS: u64 = f::FI_MSG
+    | f::FI_RMA
+    | f::FI_TAGGED
+    | f::FI_ATOMIC
+    | f::FI_DIRECTED_RECV
+    | f::FI_TAGGED_DIRECTED_RECV
+    | f::FI_EXACT_DIRECTED_RECV
+    | f::FI_HMEM
+    | f::FI_COLLECTIVE
+    | f::FI_XPU
+    | f::FI_RECV
+    | f::FI_REMOTE_READ
+    | f::FI_REMOTE_WRITE
+    | f::FI_RMA_PMEM
+    | f::FI_SOURCE
+    | f::FI_SOURCE_ERR
+    | f::FI_RMA_EVENT
+    | f::FI_MULTI_RECV
+    | f::FI_TAGGED_MULTI_RECV
+    | f::FI_TRIGGER;
+
+/// The capabilities granted for a request of `requested` from a provider
+/// offering `offered` (which holds every requested bit): the requested
+/// bits, the modifiers their primary capabilities imply when the request
+/// names none of that group, and the provider's secondary capabilities.
+/// A request of 0 asks for everything offered.
+pub fn granted_caps(requested: u64, offered: u64) -> u64 {
+    if requested == 0 {
+        return offered;
+    }
+    let mut caps = requested | (offered & SECONDARY_CAPS);
+    if requested & (f::FI_MSG | f::FI_TAGGED) != 0 && requested & MSG_MODIFIERS == 0 {
+        caps |= offered & MSG_MODIFIERS;
+    }
+    if requested & (f::FI_RMA | f::FI_ATOMIC) != 0 && requested & RMA_MODIFIERS == 0 {
+        caps |= offered & RMA_MODIFIERS;
+    }
+    caps
+}
+
 /// Bits that basic registration (FI_MR_BASIC) stands for.
 pub const MR_BASIC_MAP: i32 = f::FI_MR_VIRT_ADDR | f::FI_MR_ALLOCATED | f::FI_MR_PROV_KEY;
 
@@ -247,9 +316,7 @@ pub fn match_info(
             h.caps & !offer.caps
         ));
     }
-    if h.caps != 0 {
-        out.caps = h.caps | (offer.caps & SECONDARY_CAPS);
-    }
+    out.caps = granted_caps(h.caps, offer.caps);
     // Mode bits are what the caller can accept; the provider needs offer.mode.
     if offer.mode & !h.mode != 0 {
         return mismatch(format!(
@@ -278,9 +345,6 @@ pub fn match_info(
         if ht.msg_order & !ot.msg_order != 0 {
             return mismatch("tx msg_order not supported".into());
         }
-        if ht.caps != 0 {
-            ot.caps = ht.caps | (ot.caps & SECONDARY_CAPS);
-        }
         ot.op_flags = ht.op_flags;
     }
     if let (Some(hr), Some(or)) = (&h.rx, out.rx.as_mut()) {
@@ -293,10 +357,24 @@ pub fn match_info(
         if hr.msg_order & !or.msg_order != 0 {
             return mismatch("rx msg_order not supported".into());
         }
-        if hr.caps != 0 {
-            or.caps = hr.caps | (or.caps & SECONDARY_CAPS);
-        }
         or.op_flags = hr.op_flags;
+    }
+    // Each direction carries what was granted that applies to it, or what
+    // its own hints asked for (with their implied modifiers).
+    let granted = out.caps;
+    if let Some(ot) = out.tx.as_mut() {
+        let asked = h.tx.as_ref().map_or(0, |t| t.caps);
+        ot.caps = match asked {
+            0 => granted & ot.caps,
+            a => granted_caps(a, ot.caps) & ot.caps,
+        } & TX_CAPS;
+    }
+    if let Some(or) = out.rx.as_mut() {
+        let asked = h.rx.as_ref().map_or(0, |r| r.caps);
+        or.caps = match asked {
+            0 => granted & or.caps,
+            a => granted_caps(a, or.caps) & or.caps,
+        } & RX_CAPS;
     }
     if let (Some(he), Some(oe)) = (&h.ep, out.ep.as_mut()) {
         if he.ep_type != f::fi_ep_type::FI_EP_UNSPEC as u32 && he.ep_type != oe.ep_type {
@@ -571,6 +649,60 @@ mod tests {
             ..Default::default()
         };
         assert!(match_info(V, &offer(), 0, Some(&h)).is_err());
+    }
+
+    #[test]
+    fn primary_caps_imply_their_modifiers() {
+        let all = f::FI_MSG
+            | f::FI_RMA
+            | f::FI_RMA_EVENT
+            | f::FI_LOCAL_COMM
+            | MSG_MODIFIERS
+            | RMA_MODIFIERS;
+        // None of a group's modifiers named: all of them.
+        assert_eq!(
+            granted_caps(f::FI_MSG | f::FI_RMA | f::FI_RMA_EVENT, all),
+            all
+        );
+        // Some named: only those (plus the secondary caps).
+        assert_eq!(
+            granted_caps(f::FI_RMA | f::FI_WRITE, all),
+            f::FI_RMA | f::FI_WRITE | f::FI_RMA_EVENT | f::FI_LOCAL_COMM
+        );
+        assert_eq!(
+            granted_caps(f::FI_MSG | f::FI_SEND, all),
+            f::FI_MSG | f::FI_SEND | f::FI_RMA_EVENT | f::FI_LOCAL_COMM
+        );
+        assert_eq!(granted_caps(0, all), all);
+    }
+
+    #[test]
+    fn tx_and_rx_carry_their_own_caps() {
+        let caps =
+            f::FI_MSG | f::FI_RMA | f::FI_LOCAL_COMM | f::FI_SOURCE | MSG_MODIFIERS | RMA_MODIFIERS;
+        let mut o = offer();
+        o.caps = caps;
+        o.tx.as_mut().unwrap().caps = caps & TX_CAPS;
+        o.rx.as_mut().unwrap().caps = caps & RX_CAPS;
+        let h = Info {
+            caps: f::FI_RMA,
+            tx: Some(TxAttr::default()),
+            rx: Some(RxAttr::default()),
+            ..Default::default()
+        };
+        let got = match_info(V, &o, 0, Some(&h)).unwrap();
+        assert_eq!(
+            got.caps,
+            f::FI_RMA | RMA_MODIFIERS | f::FI_LOCAL_COMM | f::FI_SOURCE
+        );
+        assert_eq!(got.tx.unwrap().caps, f::FI_RMA | f::FI_READ | f::FI_WRITE);
+        assert_eq!(
+            got.rx.unwrap().caps,
+            f::FI_RMA | f::FI_REMOTE_READ | f::FI_REMOTE_WRITE | f::FI_SOURCE
+        );
+        // No hints: the offer's split as it is.
+        let got = match_info(V, &o, 0, None).unwrap();
+        assert_eq!(got.tx.unwrap().caps & (f::FI_RECV | f::FI_LOCAL_COMM), 0);
     }
 
     #[test]

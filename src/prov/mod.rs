@@ -24,6 +24,11 @@ pub struct Provider {
     /// Final touches to a matched offer (attributes that depend on what was
     /// negotiated).
     pub adjust: fn(&mut Info),
+    /// The address text for fi_getinfo's node and service (at least one
+    /// given), or why they name nothing this provider can reach.
+    pub node_service: fn(Option<&str>, Option<&str>) -> std::result::Result<String, String>,
+    /// The source address reported when the caller gives none.
+    pub default_src: fn() -> String,
 }
 
 /// The providers, in the order fi_getinfo reports them.
@@ -71,13 +76,24 @@ pub fn getinfo(
                 continue;
             }
         }
+        let named = if addr.node.is_some() || addr.service.is_some() {
+            match (prov.node_service)(addr.node.as_deref(), addr.service.as_deref()) {
+                Ok(text) => Some(text),
+                Err(why) => {
+                    crate::ox_log!(Info, Core, prov.name, "node/service: {why}");
+                    continue;
+                }
+            }
+        } else {
+            None
+        };
         let required = (prov.mr_required)();
         for offer in (prov.offers)(api_version) {
             match info::match_info(api_version, &offer, required, hints) {
                 Ok(mut got) => {
                     keep_preferred(&mut got, hints, api_version, (prov.mr_preferred)());
                     (prov.adjust)(&mut got);
-                    apply_addr(&mut got, addr);
+                    apply_addr(&mut got, named.as_deref(), addr.source, prov.default_src);
                     out.push(got);
                 }
                 Err(why) => {
@@ -115,21 +131,24 @@ fn keep_preferred(got: &mut Info, hints: Option<&Info>, api_version: u32, prefer
     }
 }
 
-fn apply_addr(info: &mut Info, addr: &AddrRequest) {
-    if addr.node.is_none() && addr.service.is_none() {
-        return;
+/// Sets the addresses fi_getinfo(3) reports: `named` (from node and
+/// service) is the source with FI_SOURCE and the destination without; the
+/// source is always filled in, with the provider's default when neither
+/// `named` nor the hints give one.
+fn apply_addr(info: &mut Info, named: Option<&str>, source: bool, default_src: fn() -> String) {
+    let c_text = |t: &str| {
+        let mut b = t.as_bytes().to_vec();
+        b.push(0);
+        b
+    };
+    if let Some(t) = named {
+        if source {
+            info.src_addr = Some(c_text(t));
+        } else {
+            info.dest_addr = Some(c_text(t));
+        }
     }
-    let text = format!(
-        "fi_oxshm://{}{}{}",
-        addr.node.as_deref().unwrap_or(""),
-        if addr.service.is_some() { ":" } else { "" },
-        addr.service.as_deref().unwrap_or("")
-    );
-    let mut bytes = text.into_bytes();
-    bytes.push(0);
-    if addr.source {
-        info.src_addr = Some(bytes);
-    } else {
-        info.dest_addr = Some(bytes);
+    if info.src_addr.is_none() {
+        info.src_addr = Some(c_text(&default_src()));
     }
 }

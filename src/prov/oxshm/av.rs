@@ -18,8 +18,9 @@
 //! holds it, even if the application removes the address meanwhile.
 
 use super::domain::Domain;
-use super::ep::{address_from_c, copy_out, Address, ADDR_MAX};
+use super::ep::{copy_out, name_from_c, Address, ADDR_MAX};
 use super::object::{from_fid, nosys, slot, Header, Object};
+use super::svc::{self, Name};
 use crate::abi::collective::fid_av_set;
 use crate::abi::domain::*;
 use crate::abi::fabric::*;
@@ -29,6 +30,7 @@ use libc::{c_char, c_int, c_void, size_t};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::ffi::CString;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::time::Instant;
 
 /// Tag of oxshm address vectors (see [`super::object`]).
 pub const TAG_AV: u64 = u64::from_be_bytes(*b"oxAV\0\0\0\0");
@@ -410,18 +412,38 @@ fn insert_flags(flags: u64, call: &str) -> Result<()> {
     Ok(())
 }
 
-/// Parses the C string at `p` as an oxshm address.
+/// An address read for insertion, or why it cannot be inserted.
+type Parsed = std::result::Result<Address, (Error, String)>;
+
+/// Resolves a parsed name to an endpoint: a host name with a service is
+/// looked up in the service directory ([`super::svc`]), waiting until
+/// `deadline` for it to be published (-FI_EADDRNOTAVAIL after).
+fn resolve(name: std::result::Result<Name, String>, deadline: Instant) -> Parsed {
+    let name = name.map_err(|why| (Error::INVAL, why))?;
+    let wait = deadline.saturating_duration_since(Instant::now());
+    svc::to_endpoint(&name, wait).map_err(|why| {
+        let code = if name.service().is_some() {
+            Error::ADDRNOTAVAIL
+        } else {
+            Error::INVAL
+        };
+        (code, why)
+    })
+}
+
+/// Parses the C string at `p` as an oxshm address and resolves it.
 ///
 /// # Safety
 /// `p` is NULL or a NUL-terminated string.
-unsafe fn read_address(p: *const c_char) -> std::result::Result<Address, String> {
+unsafe fn read_address(p: *const c_char, deadline: Instant) -> Parsed {
     if p.is_null() {
-        return Err("the address is NULL".to_string());
+        return Err((Error::INVAL, "the address is NULL".to_string()));
     }
     // SAFETY: p is a C string; strnlen reads no further than its NUL.
     let n = unsafe { libc::strnlen(p, ADDR_MAX) };
     // SAFETY: n readable bytes, plus the NUL when n < ADDR_MAX.
-    unsafe { address_from_c(p as *const c_void, if n < ADDR_MAX { n + 1 } else { n }) }
+    let name = unsafe { name_from_c(p as *const c_void, if n < ADDR_MAX { n + 1 } else { n }) };
+    resolve(name, deadline)
 }
 
 /// Whether an insert's `addr` holds the names themselves rather than an
@@ -445,10 +467,7 @@ unsafe fn names_inline(addr: *const u8) -> bool {
 /// # Safety
 /// `p` holds `count` NUL-terminated names, each followed by at most
 /// ADDR_MAX bytes of NUL padding.
-unsafe fn read_inline(
-    mut p: *const c_char,
-    count: usize,
-) -> Vec<std::result::Result<Address, String>> {
+unsafe fn read_inline(mut p: *const c_char, count: usize, deadline: Instant) -> Vec<Parsed> {
     let mut out = Vec::with_capacity(count);
     for i in 0..count {
         if i > 0 {
@@ -462,7 +481,7 @@ unsafe fn read_inline(
             }
         }
         // SAFETY: a NUL-terminated name.
-        out.push(unsafe { read_address(p) });
+        out.push(unsafe { read_address(p, deadline) });
         // SAFETY: past this name and its NUL.
         p = unsafe { p.add(libc::strnlen(p, ADDR_MAX) + 1) };
     }
@@ -480,7 +499,7 @@ unsafe fn read_inline(
 unsafe fn finish_insert(
     av: &Av,
     call: &str,
-    parsed: Vec<std::result::Result<Address, String>>,
+    parsed: Vec<Parsed>,
     fi_addr: *mut fi_addr_t,
     flags: u64,
     context: *mut c_void,
@@ -490,12 +509,12 @@ unsafe fn finish_insert(
         .into_iter()
         .enumerate()
         .map(|(i, r)| {
-            r.map_err(|why| {
+            r.map_err(|(code, why)| {
                 if failed < MAX_LOGGED {
                     crate::ox_log!(Warn, Av, super::NAME, "{call}: address {i}: {why}");
                 }
                 failed += 1;
-                Error::INVAL
+                code
             })
         })
         .collect::<Vec<_>>();
@@ -594,16 +613,18 @@ unsafe extern "C" fn insert(
             return Ok(0);
         }
         crate::capi::nonnull(addr, "fi_av_insert", "addr")?;
+        // One wait for the whole call, however many services it names.
+        let deadline = Instant::now() + svc::wait_limit();
         // SAFETY: either form holds at least 8 readable bytes (a pointer,
         // or a name of at least 11 characters).
         let parsed = if unsafe { names_inline(addr as *const u8) } {
             // SAFETY: addr holds `count` NUL-terminated names back to back.
-            unsafe { read_inline(addr as *const c_char, count) }
+            unsafe { read_inline(addr as *const c_char, count, deadline) }
         } else {
             let strings = addr as *const *const c_char;
             (0..count)
                 // SAFETY: addr holds `count` string pointers (fi_av(3), FI_ADDR_STR).
-                .map(|i| unsafe { read_address(*strings.add(i)) })
+                .map(|i| unsafe { read_address(*strings.add(i), deadline) })
                 .collect()
         };
         // SAFETY: output arrays per fi_av(3), checked in check_insert_args.
@@ -611,9 +632,9 @@ unsafe extern "C" fn insert(
     })
 }
 
-/// Inserts one address given as `node` (an FI_ADDR_STR oxshm address, with
-/// `service` NULL, as fi_av(3) allows): oxshm addresses have no
-/// node/service form, since the nonce is part of an endpoint's identity.
+/// Inserts one address given as `node` and `service`: a host and the
+/// service an endpoint publishes on it ([`super::svc`]), or a whole
+/// FI_ADDR_STR oxshm address as `node` with `service` NULL.
 unsafe extern "C" fn insertsvc(
     avp: *mut fid_av,
     node: *const c_char,
@@ -627,17 +648,18 @@ unsafe extern "C" fn insertsvc(
         let av = unsafe { from_fid::<Av>(avp as *const fid) }?;
         check_insert_args(av, "fi_av_insertsvc", 1, fi_addr, flags, context)?;
         crate::capi::nonnull(node, "fi_av_insertsvc", "node")?;
-        if !service.is_null() {
-            crate::ox_log!(
-                Warn,
-                Av,
-                super::NAME,
-                "fi_av_insertsvc: pass the whole fi_oxshm:// address as node, with service NULL"
-            );
-            return Err(Error::INVAL);
-        }
-        // SAFETY: node is a C string (fi_av(3)).
-        let parsed = vec![unsafe { read_address(node) }];
+        let text = |p: *const c_char| {
+            // SAFETY: node and service are NULL or C strings (fi_av(3)).
+            (!p.is_null()).then(|| unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy())
+        };
+        let (n, s) = (text(node), text(service));
+        let name = Name::from_node_service(n.as_deref(), s.as_deref())
+            .and_then(|text| Name::parse(&text))
+            .map_err(|why| {
+                crate::ox_log!(Warn, Av, super::NAME, "fi_av_insertsvc: {why}");
+                Error::INVAL
+            })?;
+        let parsed = vec![resolve(Ok(name), Instant::now() + svc::wait_limit())];
         // SAFETY: output arrays of one entry, checked in check_insert_args.
         unsafe { finish_insert(av, "fi_av_insertsvc", parsed, fi_addr, flags, context) }
     })
@@ -1044,7 +1066,7 @@ mod tests {
     }
 
     #[test]
-    fn insertsvc_takes_a_whole_address_as_node() {
+    fn insertsvc_takes_a_whole_address_or_node_and_service() {
         let r = Res::new();
         let avp = r.av(fi_av_type::FI_AV_TABLE);
         let a = addr(9).to_cstring();

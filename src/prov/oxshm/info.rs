@@ -2,7 +2,7 @@
 //! the limits the data path (`xfer.rs`, `ops.rs`) enforces.
 
 use crate::abi::fabric as f;
-use crate::prov::info::{DomainAttr, EpAttr, FabricAttr, Info, RxAttr, TxAttr};
+use crate::prov::info::{self as pinfo, DomainAttr, EpAttr, FabricAttr, Info, RxAttr, TxAttr};
 
 /// Largest number of iovs one registration may carry.
 pub const MR_IOV_LIMIT: usize = crate::mr::MAX_IOVS;
@@ -27,6 +27,29 @@ pub const CAPS: u64 = f::FI_LOCAL_COMM
     | f::FI_REMOTE_WRITE
     | f::FI_DIRECTED_RECV
     | f::FI_SOURCE;
+
+/// Orderings oxshm guarantees between operations of one initiator
+/// endpoint to one target endpoint (fi_endpoint(3), msg_order):
+/// - FI_ORDER_SAS: sends enter the target's inbox ring in the order they
+///   were posted, and the target matches them in ring order, whatever path
+///   their payload then takes;
+/// - atomic RAR/RAW/WAR/WAW: every atomic travels in its ring cell and the
+///   target executes them one after the other, in ring order, under its
+///   atomics lock, before it reads the next request. Up to
+///   [`MAX_ORDER_SIZE`] bytes, the largest atomic operation.
+///
+/// Not RMA orderings: a large RMA transfer may be copied by the initiator
+/// (a grant) while the target executes the next one, so their bytes may
+/// land in either order.
+pub const MSG_ORDER: u64 = f::FI_ORDER_SAS
+    | f::FI_ORDER_ATOMIC_RAR
+    | f::FI_ORDER_ATOMIC_RAW
+    | f::FI_ORDER_ATOMIC_WAR
+    | f::FI_ORDER_ATOMIC_WAW;
+
+/// Bytes up to which the orderings of [`MSG_ORDER`] hold for atomics
+/// (`max_order_raw_size` and its siblings): the largest atomic operation.
+pub const MAX_ORDER_SIZE: usize = super::xfer::ATOMIC_MAX;
 
 /// mr_mode bits an oxshm domain imposes: `FI_OXSHM_MR_MODE`, a number or a
 /// list of bit names (`FI_MR_LOCAL|FI_MR_PROV_KEY` or comma-separated), so
@@ -115,10 +138,10 @@ pub fn offers(api_version: u32) -> Vec<Info> {
         src_addr: None,
         dest_addr: None,
         tx: Some(TxAttr {
-            caps: CAPS,
+            caps: CAPS & pinfo::TX_CAPS,
             mode: 0,
             op_flags: 0,
-            msg_order: 0,
+            msg_order: MSG_ORDER,
             comp_order: 0,
             inject_size: super::xfer::INLINE,
             size: 1024,
@@ -127,10 +150,10 @@ pub fn offers(api_version: u32) -> Vec<Info> {
             tclass: 0,
         }),
         rx: Some(RxAttr {
-            caps: CAPS,
+            caps: CAPS & pinfo::RX_CAPS,
             mode: 0,
             op_flags: 0,
-            msg_order: 0,
+            msg_order: MSG_ORDER,
             comp_order: 0,
             total_buffered_recv: 0,
             size: 1024,
@@ -142,9 +165,9 @@ pub fn offers(api_version: u32) -> Vec<Info> {
             protocol_version: 1,
             max_msg_size: 1 << 30,
             msg_prefix_size: 0,
-            max_order_raw_size: 0,
-            max_order_war_size: 0,
-            max_order_waw_size: 0,
+            max_order_raw_size: MAX_ORDER_SIZE,
+            max_order_war_size: MAX_ORDER_SIZE,
+            max_order_waw_size: MAX_ORDER_SIZE,
             mem_tag_format: 0,
             tx_ctx_cnt: 1,
             rx_ctx_cnt: 1,

@@ -18,6 +18,7 @@ pub mod mr;
 pub mod object;
 pub mod ops;
 pub mod shm;
+pub mod svc;
 pub mod xfer;
 
 use super::Provider;
@@ -34,4 +35,6 @@ pub static PROVIDER: Provider = Provider {
     mr_required: info::mr_required,
     mr_preferred: info::mr_preferred,
     adjust: info::adjust,
+    node_service: svc::Name::from_node_service,
+    default_src: svc::default_source,
 };

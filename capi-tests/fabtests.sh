@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Upstream's conformance suite on oxshm: fabtests from upstream's 2.1.0
+# release source, built against oxfabric's own install, run by upstream's
+# runner (`runfabtests.sh -t all oxshm`, both sides on this host).
+#
+# - The build is cached under build/ft (keyed on the fabtests source and
+#   oxfabric's headers); the library is reinstalled into build/ft/prefix on
+#   every run, and the fabtests binaries load it from there.
+# - capi-tests/fabtests.exclude lists the tests that cannot apply to a
+#   single-host RDM provider, each with its reason.
+# - Every other test must pass: a Fail, or a Notrun (the runner's word for
+#   a test that found no provider, -FI_ENODATA/-FI_ENOSYS), fails this
+#   script.
+# Usage: capi-tests/fabtests.sh [build-only] (BUILD, FT_TIMEOUT, FT_TESTS)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD=${BUILD:-build}
+FT=$BUILD/ft
+PREFIX=$PWD/$FT/prefix
+INST=$PWD/$FT/inst
+TIMEOUT=${FT_TIMEOUT:-60}
+TESTS=${FT_TESTS:-all}
+EXCLUDE=$PWD/capi-tests/fabtests.exclude
+
+missing=""
+for t in autoconf automake libtoolize; do command -v $t >/dev/null || missing=1; done
+if [ -n "$missing" ]; then
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -qq autoconf automake libtool >/dev/null
+fi
+src=$(bash ../shared/tools/upstream-libfabric.sh --source "$BUILD/upstream" | tail -1)/fabtests
+[ -f "$src/configure.ac" ] || { echo "fabtests.sh: no fabtests source in $src"; exit 1; }
+
+make -s install PREFIX="$PREFIX" >/dev/null
+
+# The cache key: the fabtests release and the headers it compiles against.
+key=$( (echo "$src"; cat include/rdma/*.h) | sha256sum | cut -c1-16)
+if [ "$(cat "$INST/.key" 2>/dev/null)" != "$key" ]; then
+	echo "fabtests.sh: building fabtests from $src"
+	rm -rf "$FT/src" "$INST"
+	cp -r "$src" "$FT/src"
+	(
+		cd "$FT/src"
+		./autogen.sh >../autogen.log 2>&1
+		./configure --prefix="$INST" --with-libfabric="$PREFIX" >../configure.log 2>&1
+		make -j"$(nproc)" >../make.log 2>&1
+		make install >../install.log 2>&1
+	) || { echo "fabtests.sh: the build failed; see $FT/*.log"; tail -20 "$FT"/make.log; exit 1; }
+	echo "$key" > "$INST/.key"
+fi
+[ "${1:-}" = build-only ] && exit 0
+
+out=$FT/run.yaml
+rm -f "$out"
+echo "fabtests.sh: runfabtests.sh -t $TESTS oxshm (timeout ${TIMEOUT}s a test)"
+# The runner names its scratch files in the working directory.
+(
+	cd "$FT"
+	LD_LIBRARY_PATH=$PREFIX/lib PATH=$INST/bin:$PATH \
+		"$INST/bin/runfabtests.sh" -v -T "$TIMEOUT" -p "$INST/bin" \
+		-f "$EXCLUDE" -t "$TESTS" oxshm
+) >"$out" 2>&1 || true
+
+# One line per test: its result and its name.
+awk '/^- name:/ { sub(/^- name: +/, ""); name = $0 }
+     /^  result:/ { print $2 "\t" name }' "$out" >"$FT/results.tsv"
+pass=$(grep -c '^Pass' "$FT/results.tsv" || true)
+excluded=$(grep -c '^Excluded' "$FT/results.tsv" || true)
+bad=$(grep -v -e '^Pass' -e '^Excluded' "$FT/results.tsv" || true)
+nbad=$(printf '%s' "$bad" | grep -c . || true)
+if [ "$pass" -eq 0 ]; then
+	echo "fabtests.sh: the runner ran nothing; its output:"
+	tail -30 "$out"
+	exit 1
+fi
+if [ "$nbad" -gt 0 ]; then
+	echo "fabtests.sh: tests that did not pass (and are not excluded):"
+	printf '%s\n' "$bad" | sed 's/^/  /'
+	echo "fabtests.sh: the runner's report of them is in $out"
+	# The failing tests' output, for CI logs.
+	awk '/^- name:/ { show = 0 } /^  result: (Fail|Notrun)/ { show = 1 } show' "$out" | head -200
+fi
+echo "fabtests.sh: $excluded excluded by capi-tests/fabtests.exclude"
+echo "fabtests: $pass passed, $nbad failed, $excluded skipped"
+[ "$nbad" -eq 0 ]
