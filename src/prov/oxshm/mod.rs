@@ -18,6 +18,8 @@ pub mod mr;
 pub mod object;
 pub mod ops;
 pub mod shm;
+#[cfg(target_arch = "x86_64")]
+pub mod x87;
 pub mod xfer;
 
 use super::Provider;
