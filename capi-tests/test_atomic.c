@@ -1,9 +1,10 @@
 /*
- * Atomics between processes: the fi_*atomicvalid tables, every call form
- * (fi_atomic, fi_atomicv, fi_atomicmsg, fi_inject_atomic, fi_fetch_atomic,
- * fi_fetch_atomicmsg, fi_compare_atomic, fi_compare_atomicv) with results
- * checked at the target and fetched values at the initiator, refused
- * accesses (rights, keys), and two initiator processes hammering one
+ * Atomics between processes: the fi_*atomicvalid tables and
+ * fi_query_atomic, every call form (fi_atomic, fi_atomicv, fi_atomicmsg,
+ * fi_inject_atomic, fi_fetch_atomic, fi_fetch_atomicmsg, fi_compare_atomic,
+ * fi_compare_atomicv) with results checked at the target and fetched values
+ * at the initiator, 128-bit integers (signed and unsigned) and long double,
+ * refused accesses (rights, keys), and two initiator processes hammering one
  * counter at once.
  *
  * OX_TEST_SCALE (percent, default 100; run.sh sets it for valgrind)
@@ -12,6 +13,23 @@
 #include "peer.h"
 #include <complex.h>
 #include <stddef.h>
+
+/* FI_INT128/FI_UINT128 are in every header set tested (1.17 has them
+ * after FI_DATATYPE_LAST); the C type is the compiler's. */
+#ifdef __SIZEOF_INT128__
+#define HAVE_I128 1
+typedef __int128 i128;
+typedef unsigned __int128 u128;
+#define U128(hi, lo) (((u128)(hi) << 64) | (u128)(lo))
+#define U128_MAX (~(u128)0)
+#endif
+
+/* oxshm computes long double where it is the x87 extended format. */
+#if defined(__x86_64__)
+#define LD_OK 1
+#else
+#define LD_OK 0
+#endif
 
 /* `n` scaled by OX_TEST_SCALE percent, at least `min`. */
 static int scaled(int n, int min)
@@ -46,6 +64,14 @@ struct tmem {
 	uint64_t cv[2];
 	uint64_t inj;
 	uint64_t pipe[1];
+#ifdef HAVE_I128
+	u128 usum, ufetch, umin, umax, uminhi, ucswap, ucslt, uinj;
+	i128 isum, imin128, imax128, icslt;
+	u128 uvec[2];
+	u128 umany[16];
+#endif
+	long double ld_sum, ld_min, ld_cswap;
+	long double complex ldc;
 };
 
 /* Read-only region (FI_REMOTE_READ only). */
@@ -187,21 +213,39 @@ static const struct vcase vcases[] = {
 	{ COMPARE, FI_INT32, FI_CSWAP_LT, 1 },
 	{ COMPARE, FI_DOUBLE, FI_CSWAP_GE, 1 },
 	/* Refused. */
+	{ BASE, FI_INT128, FI_MIN, 1 },
+	{ BASE, FI_UINT128, FI_SUM, 1 },
+	{ BASE, FI_INT128, FI_BXOR, 1 },
+	{ FETCH, FI_UINT128, FI_ATOMIC_READ, 1 },
+	{ FETCH, FI_INT128, FI_PROD, 1 },
+	{ COMPARE, FI_INT128, FI_CSWAP_GT, 1 },
+	{ COMPARE, FI_UINT128, FI_MSWAP, 1 },
+	/* Long double: x86-64's 80-bit extended only. */
+	{ BASE, FI_LONG_DOUBLE, FI_SUM, LD_OK },
+	{ FETCH, FI_LONG_DOUBLE, FI_MIN, LD_OK },
+	{ COMPARE, FI_LONG_DOUBLE, FI_CSWAP_LE, LD_OK },
+	{ BASE, FI_LONG_DOUBLE_COMPLEX, FI_PROD, LD_OK },
+	{ COMPARE, FI_LONG_DOUBLE_COMPLEX, FI_CSWAP, LD_OK },
+	/* Refused. */
 	{ BASE, FI_FLOAT, FI_BOR, 0 },
 	{ BASE, FI_DOUBLE, FI_BAND, 0 },
-	{ BASE, FI_LONG_DOUBLE, FI_SUM, 0 },
-	{ FETCH, FI_LONG_DOUBLE, FI_SUM, 0 },
-	{ COMPARE, FI_LONG_DOUBLE, FI_CSWAP, 0 },
-	{ BASE, FI_LONG_DOUBLE_COMPLEX, FI_SUM, 0 },
+	{ BASE, FI_LONG_DOUBLE, FI_BOR, 0 },
+	{ COMPARE, FI_LONG_DOUBLE, FI_MSWAP, 0 },
+	{ BASE, FI_LONG_DOUBLE_COMPLEX, FI_MAX, 0 },
+	{ COMPARE, FI_LONG_DOUBLE_COMPLEX, FI_CSWAP_LT, 0 },
 	{ COMPARE, FI_DOUBLE, FI_MSWAP, 0 },
 	{ COMPARE, FI_FLOAT_COMPLEX, FI_CSWAP_LT, 0 },
 	{ BASE, FI_FLOAT_COMPLEX, FI_MIN, 0 },
 	/* Operations of another kind. */
 	{ BASE, FI_UINT64, FI_CSWAP, 0 },
 	{ BASE, FI_UINT64, FI_ATOMIC_READ, 0 },
+	{ BASE, FI_UINT128, FI_ATOMIC_READ, 0 },
 	{ FETCH, FI_UINT64, FI_MSWAP, 0 },
+	{ FETCH, FI_INT128, FI_CSWAP, 0 },
 	{ COMPARE, FI_UINT64, FI_SUM, 0 },
 };
+
+static const uint64_t vflags[] = { 0, FI_FETCH_ATOMIC, FI_COMPARE_ATOMIC };
 
 static int vcall(struct fid_ep *ep, const struct vcase *v, size_t *count)
 {
@@ -237,10 +281,58 @@ static int valid_tables(void)
 			rc = 1;
 		}
 	}
-	/* A count of 1 element of the widest type fits. */
-	size_t count = 0;
+	/* One atomic carries the same bytes whatever the type: 16-byte
+	 * elements, a sixteenth of the bytes' count. */
+	size_t count = 0, c8 = 0;
 	CHECK_OK(fi_atomicvalid(p.ep, FI_DOUBLE_COMPLEX, FI_SUM, &count));
 	CHECK(count >= 1);
+	CHECK_OK(fi_atomicvalid(p.ep, FI_UINT8, FI_SUM, &c8));
+	CHECK_OK(fi_atomicvalid(p.ep, FI_INT128, FI_SUM, &count));
+	CHECK(count >= 1 && count * 16 == c8);
+	CHECK_OK(fi_compare_atomicvalid(p.ep, FI_UINT128, FI_CSWAP, &count));
+	CHECK(count * 16 == c8);
+	int crc = peer_close_ep(&p);
+	CHECK_OK(rc);
+	return crc;
+}
+
+/* fi_query_atomic on the domain: the same answers as the valid calls for
+ * every row of the table (FI_FETCH_ATOMIC / FI_COMPARE_ATOMIC choose the
+ * kind), with each type's size; FI_TAGGED is not supported, the two kind
+ * flags together are bad flags. */
+static int query_atomic(void)
+{
+	struct peer p;
+	memset(&p, 0, sizeof(p));
+	CHECK_OK(peer_open_ep(&p, FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY, 0));
+	int rc = 0;
+	for (size_t i = 0; i < sizeof(vcases) / sizeof(vcases[0]); i++) {
+		const struct vcase *v = &vcases[i];
+		size_t count = 0;
+		int want = vcall(p.ep, v, &count);
+		struct fi_atomic_attr a = { 12345, 678 };
+		int got = fi_query_atomic(p.domain, v->dt, v->op, &a, vflags[v->kind]);
+		int size_ok = 1;
+		if (v->dt == FI_INT128 || v->dt == FI_UINT128 || v->dt == FI_DOUBLE_COMPLEX)
+			size_ok = a.size == 16;
+		else if (v->dt == FI_LONG_DOUBLE)
+			size_ok = a.size == sizeof(long double);
+		else if (v->dt == FI_LONG_DOUBLE_COMPLEX)
+			size_ok = a.size == sizeof(long double complex);
+		if (got != want || (!got && (a.count != count || !size_ok)) ||
+		    (got && (a.count != 12345 || a.size != 678))) {
+			fprintf(stderr, "    fi_query_atomic(datatype %d, op %d, flags 0x%llx): %d "
+				"(%s), count %zu, size %zu; the valid call: %d, count %zu\n",
+				(int)v->dt, (int)v->op, (unsigned long long)vflags[v->kind], got,
+				test_errstr(got), a.count, a.size, want, count);
+			rc = 1;
+		}
+	}
+	struct fi_atomic_attr a;
+	CHECK_RC(fi_query_atomic(p.domain, FI_UINT64, FI_SUM, &a, FI_TAGGED), -FI_EOPNOTSUPP);
+	CHECK_RC(fi_query_atomic(p.domain, FI_UINT64, FI_CSWAP, &a,
+				 FI_FETCH_ATOMIC | FI_COMPARE_ATOMIC),
+		 -FI_EBADFLAGS);
 	int crc = peer_close_ep(&p);
 	CHECK_OK(rc);
 	return crc;
@@ -829,6 +921,252 @@ static int refused(void)
 	return peer_close(&p, p.is_target ? serve(&p, ref_init, ref_check) : ref_initiator(&p));
 }
 
+/* ---------------------------------------------------------- 128-bit */
+
+#ifdef HAVE_I128
+static int i128_init(struct tmem *m, struct romem *ro)
+{
+	(void)ro;
+	m->usum = U128(0, UINT64_MAX);
+	m->isum = (i128)(U128_MAX >> 1); /* INT128_MAX */
+	m->ufetch = U128(7, 8);
+	m->imin128 = m->imax128 = 1;
+	m->umin = m->umax = 1;
+	m->uminhi = U128(1, 0);
+	m->ucswap = U128(1, 5);
+	m->icslt = 1;
+	m->ucslt = 1;
+	m->uvec[0] = U128(1, 1);
+	m->uvec[1] = U128(2, 2);
+	for (int i = 0; i < 16; i++)
+		m->umany[i] = U128(i, UINT64_MAX);
+	return 0;
+}
+
+static int i128_check(struct peer *p, struct tmem *m, struct romem *ro)
+{
+	(void)ro;
+	/* 2^64 - 1 + 1 carried into the high half, then + 2^64 (fetch). */
+	CHECK(m->usum == U128(2, 0));
+	/* INT128_MAX + 1 wraps to INT128_MIN. */
+	CHECK(m->isum == (i128)((u128)1 << 127));
+	CHECK(m->ufetch == U128(7, 8) + U128(1, 1));
+	/* The same bits, -1 signed and the maximum unsigned. */
+	CHECK(m->imin128 == -1);
+	CHECK(m->imax128 == 1);
+	CHECK(m->umin == 1);
+	CHECK(m->umax == U128_MAX);
+	CHECK(m->uminhi == U128(0, UINT64_MAX));
+	/* CSWAP: equal low halves did not swap, the full value did. */
+	CHECK(m->ucswap == U128(9, 9));
+	/* CSWAP_LT with compare -1 / U128_MAX against 1: signed swaps. */
+	CHECK(m->icslt == 42);
+	CHECK(m->ucslt == 1);
+	CHECK(m->uvec[0] == U128(1, 1) + U128(10, 0) && m->uvec[1] == U128(2, 2) + 1);
+	for (int i = 0; i < 16; i++)
+		CHECK(m->umany[i] == U128(i + 1, 0));
+	CHECK(m->uinj == U128(3, 3) * 5);
+	/* Writes: sums 3, fetch-add 1, min/max 5, cswap 2, cslt 2, v 1,
+	 * msg 1, inject 5; the one read: ATOMIC_READ. */
+	CHECK(peer_cntr(p, C_REMOTE_WRITE) == 20);
+	CHECK(peer_cntr(p, C_REMOTE_READ) == 1);
+	return 0;
+}
+
+static int i128_initiator(struct peer *p)
+{
+	struct regions rg;
+	CHECK_OK(get_regions(p, &rg));
+	int ctx;
+	uint64_t key = rg.rw.key;
+	/* FI_SUM with a carry, then fetch-and-add of 2^64. */
+	u128 one = 1, old = 0;
+	CHECK_OK(fi_atomic(p->ep, &one, 1, NULL, p->other, RW(p, &rg, usum), key, FI_UINT128,
+			   FI_SUM, &ctx));
+	CHECK_OK(done_ok(p, &ctx, FI_ATOMIC | FI_WRITE));
+	u128 hi = U128(1, 0);
+	CHECK_OK(fi_fetch_atomic(p->ep, &hi, 1, NULL, &old, NULL, p->other, RW(p, &rg, usum), key,
+				 FI_UINT128, FI_SUM, &ctx));
+	CHECK_OK(done_ok(p, &ctx, FI_ATOMIC | FI_READ));
+	CHECK(old == U128(1, 0));
+	i128 ione = 1;
+	CHECK_OK(fi_atomic(p->ep, &ione, 1, NULL, p->other, RW(p, &rg, isum), key, FI_INT128,
+			   FI_SUM, &ctx));
+	CHECK_OK(done_ok(p, &ctx, FI_ATOMIC | FI_WRITE));
+	/* Fetch: the old value, both halves. */
+	u128 add = U128(1, 1);
+	old = 0;
+	CHECK_OK(fi_fetch_atomic(p->ep, &add, 1, NULL, &old, NULL, p->other, RW(p, &rg, ufetch),
+				 key, FI_UINT128, FI_SUM, &ctx));
+	CHECK_OK(done_ok(p, &ctx, FI_ATOMIC | FI_READ));
+	CHECK(old == U128(7, 8));
+	old = 0;
+	CHECK_OK(fi_fetch_atomic(p->ep, NULL, 1, NULL, &old, NULL, p->other, RW(p, &rg, ufetch),
+				 key, FI_UINT128, FI_ATOMIC_READ, &ctx));
+	CHECK_OK(done_ok(p, &ctx, FI_ATOMIC | FI_READ));
+	CHECK(old == U128(8, 9));
+	/* MIN and MAX of the same bits as signed and as unsigned. */
+	i128 ineg = -1;
+	u128 umax = U128_MAX, ulow = U128(0, UINT64_MAX);
+	CHECK_OK(fi_atomic(p->ep, &ineg, 1, NULL, p->other, RW(p, &rg, imin128), key, FI_INT128,
+			   FI_MIN, &ctx));
+	CHECK_OK(done_ok(p, &ctx, FI_ATOMIC | FI_WRITE));
+	CHECK_OK(fi_atomic(p->ep, &ineg, 1, NULL, p->other, RW(p, &rg, imax128), key, FI_INT128,
+			   FI_MAX, &ctx));
+	CHECK_OK(done_ok(p, &ctx, FI_ATOMIC | FI_WRITE));
+	CHECK_OK(fi_atomic(p->ep, &umax, 1, NULL, p->other, RW(p, &rg, umin), key, FI_UINT128,
+			   FI_MIN, &ctx));
+	CHECK_OK(done_ok(p, &ctx, FI_ATOMIC | FI_WRITE));
+	old = 0;
+	CHECK_OK(fi_fetch_atomic(p->ep, &umax, 1, NULL, &old, NULL, p->other, RW(p, &rg, umax),
+				 key, FI_UINT128, FI_MAX, &ctx));
+	CHECK_OK(done_ok(p, &ctx, FI_ATOMIC | FI_READ));
+	CHECK(old == 1);
+	/* The high half decides: 2^64 - 1 < 2^64. */
+	CHECK_OK(fi_atomic(p->ep, &ulow, 1, NULL, p->other, RW(p, &rg, uminhi), key, FI_UINT128,
+			   FI_MIN, &ctx));
+	CHECK_OK(done_ok(p, &ctx, FI_ATOMIC | FI_WRITE));
+	/* CSWAP compares all 128 bits. */
+	u128 swap = U128(9, 9), cmp = 5;
+	old = 0;
+	CHECK_OK(fi_compare_atomic(p->ep, &swap, 1, NULL, &cmp, NULL, &old, NULL, p->other,
+				   RW(p, &rg, ucswap), key, FI_UINT128, FI_CSWAP, &ctx));
+	CHECK_OK(done_ok(p, &ctx, FI_ATOMIC | FI_READ));
+	CHECK(old == U128(1, 5));
+	cmp = U128(1, 5);
+	CHECK_OK(fi_compare_atomic(p->ep, &swap, 1, NULL, &cmp, NULL, &old, NULL, p->other,
+				   RW(p, &rg, ucswap), key, FI_UINT128, FI_CSWAP, &ctx));
+	CHECK_OK(done_ok(p, &ctx, FI_ATOMIC | FI_READ));
+	CHECK(old == U128(1, 5));
+	/* CSWAP_LT (compare < target): -1 < 1 signed, U128_MAX > 1. */
+	i128 i42 = 42;
+	u128 u42 = 42;
+	CHECK_OK(fi_compare_atomic(p->ep, &i42, 1, NULL, &ineg, NULL, &old, NULL, p->other,
+				   RW(p, &rg, icslt), key, FI_INT128, FI_CSWAP_LT, &ctx));
+	CHECK_OK(done_ok(p, &ctx, FI_ATOMIC | FI_READ));
+	CHECK_OK(fi_compare_atomic(p->ep, &u42, 1, NULL, &umax, NULL, &old, NULL, p->other,
+				   RW(p, &rg, ucslt), key, FI_UINT128, FI_CSWAP_LT, &ctx));
+	CHECK_OK(done_ok(p, &ctx, FI_ATOMIC | FI_READ));
+	CHECK(old == 1);
+	/* fi_atomicv: two iocs of one element each. */
+	u128 a0 = U128(10, 0), a1 = 1;
+	struct fi_ioc iov[2] = { { &a0, 1 }, { &a1, 1 } };
+	CHECK_OK(fi_atomicv(p->ep, iov, NULL, 2, p->other, RW(p, &rg, uvec), key, FI_UINT128,
+			    FI_SUM, &ctx));
+	CHECK_OK(done_ok(p, &ctx, FI_ATOMIC | FI_WRITE));
+	/* The most elements of one atomic (fi_atomicmsg), then one more. */
+	size_t max = 0;
+	CHECK_OK(fi_atomicvalid(p->ep, FI_UINT128, FI_SUM, &max));
+	CHECK(max == 16);
+	u128 ones[17];
+	for (int i = 0; i < 17; i++)
+		ones[i] = 1;
+	struct fi_ioc mi = { ones, 16 };
+	struct fi_rma_ioc rma = { RW(p, &rg, umany), 16, key };
+	struct fi_msg_atomic msg = {
+		.msg_iov = &mi, .iov_count = 1, .addr = p->other, .rma_iov = &rma,
+		.rma_iov_count = 1, .datatype = FI_UINT128, .op = FI_SUM, .context = &ctx,
+	};
+	CHECK_OK(fi_atomicmsg(p->ep, &msg, FI_COMPLETION));
+	CHECK_OK(done_ok(p, &ctx, FI_ATOMIC | FI_WRITE));
+	mi.count = rma.count = 17;
+	ssize_t r = fi_atomicmsg(p->ep, &msg, FI_COMPLETION);
+	CHECK(r < 0 && r != -FI_EAGAIN);
+	/* fi_inject_atomic, five times. */
+	uint64_t before = peer_cntr(p, C_WRITE);
+	for (int i = 0; i < 5; i++) {
+		u128 v = U128(3, 3);
+		CHECK_OK(fi_inject_atomic(p->ep, &v, 1, p->other, RW(p, &rg, uinj), key, FI_UINT128,
+					  FI_SUM));
+	}
+	double end = peer_now() + 10;
+	while (peer_cntr(p, C_WRITE) < before + 5 && peer_now() < end)
+		sched_yield();
+	CHECK(peer_cntr(p, C_WRITE) == before + 5);
+	return finish(p, 0);
+}
+
+/* FI_INT128 / FI_UINT128 between processes: carries across the halves and
+ * wrap at the type's ends (fi_atomic, fi_fetch_atomic), MIN/MAX and
+ * CSWAP_LT of the same bits as signed and as unsigned, CSWAP on all 128
+ * bits, ATOMIC_READ, fi_atomicv, 16 elements in one fi_atomicmsg (17
+ * refused), fi_inject_atomic. */
+static int int128(void)
+{
+	struct peer p;
+	CHECK_OK(open_pair(&p));
+	return peer_close(&p, p.is_target ? serve(&p, i128_init, i128_check) : i128_initiator(&p));
+}
+#endif
+
+/* ------------------------------------------------------------ long double */
+
+#if LD_OK
+static int ld_init(struct tmem *m, struct romem *ro)
+{
+	(void)ro;
+	m->ld_sum = 0x1p63L;
+	m->ld_min = 2.5L;
+	m->ld_cswap = -0.0L;
+	m->ldc = 1.0L + 2.0L * I;
+	return 0;
+}
+
+static int ld_check(struct peer *p, struct tmem *m, struct romem *ro)
+{
+	(void)p;
+	(void)ro;
+	/* 2^63 + 1 needs 64 significant bits: a double would lose the 1. */
+	CHECK(m->ld_sum == 0x1p63L + 1.0L);
+	CHECK(m->ld_sum != (long double)(double)m->ld_sum);
+	CHECK(m->ld_min == -0.125L);
+	CHECK(m->ld_cswap == 7.0L);
+	/* (1 + 2i)(3 + 4i) = -5 + 10i */
+	CHECK(creall(m->ldc) == -5.0L && cimagl(m->ldc) == 10.0L);
+	return 0;
+}
+
+static int ld_initiator(struct peer *p)
+{
+	struct regions rg;
+	CHECK_OK(get_regions(p, &rg));
+	int ctx;
+	uint64_t key = rg.rw.key;
+	long double one = 1.0L, old = 0, lo = -0.125L, hi = 3.0L, seven = 7.0L, zero = 0.0L;
+	CHECK_OK(fi_atomic(p->ep, &one, 1, NULL, p->other, RW(p, &rg, ld_sum), key, FI_LONG_DOUBLE,
+			   FI_SUM, &ctx));
+	CHECK_OK(done_ok(p, &ctx, FI_ATOMIC | FI_WRITE));
+	CHECK_OK(fi_fetch_atomic(p->ep, &hi, 1, NULL, &old, NULL, p->other, RW(p, &rg, ld_min), key,
+				 FI_LONG_DOUBLE, FI_MIN, &ctx));
+	CHECK_OK(done_ok(p, &ctx, FI_ATOMIC | FI_READ));
+	CHECK(old == 2.5L);
+	CHECK_OK(fi_fetch_atomic(p->ep, &lo, 1, NULL, &old, NULL, p->other, RW(p, &rg, ld_min), key,
+				 FI_LONG_DOUBLE, FI_MIN, &ctx));
+	CHECK_OK(done_ok(p, &ctx, FI_ATOMIC | FI_READ));
+	CHECK(old == 2.5L);
+	/* 0 == -0, as in C. */
+	CHECK_OK(fi_compare_atomic(p->ep, &seven, 1, NULL, &zero, NULL, &old, NULL, p->other,
+				   RW(p, &rg, ld_cswap), key, FI_LONG_DOUBLE, FI_CSWAP, &ctx));
+	CHECK_OK(done_ok(p, &ctx, FI_ATOMIC | FI_READ));
+	CHECK(old == 0.0L);
+	long double complex z = 3.0L + 4.0L * I;
+	CHECK_OK(fi_atomic(p->ep, &z, 1, NULL, p->other, RW(p, &rg, ldc), key,
+			   FI_LONG_DOUBLE_COMPLEX, FI_PROD, &ctx));
+	CHECK_OK(done_ok(p, &ctx, FI_ATOMIC | FI_WRITE));
+	return finish(p, 0);
+}
+
+/* FI_LONG_DOUBLE and FI_LONG_DOUBLE_COMPLEX between processes: a sum that
+ * needs the 64-bit significand, MIN through the fetch form, CSWAP with
+ * 0 == -0, a complex product. */
+static int long_double(void)
+{
+	struct peer p;
+	CHECK_OK(open_pair(&p));
+	return peer_close(&p, p.is_target ? serve(&p, ld_init, ld_check) : ld_initiator(&p));
+}
+#endif
+
 /* ------------------------------------------------------- two initiators */
 
 /*
@@ -964,6 +1302,13 @@ static const struct test_case cases[] = {
 	CASE(read_write_multi_complex),
 	CASE(call_forms),
 	CASE(refused),
+	CASE(query_atomic),
+#ifdef HAVE_I128
+	CASE(int128),
+#endif
+#if LD_OK
+	CASE(long_double),
+#endif
 	CASE(two_initiators),
 };
 

@@ -19,9 +19,8 @@
 //! | datatype                         | ops                                               |
 //! |----------------------------------|---------------------------------------------------|
 //! | INT8..UINT64, INT128, UINT128    | all                                               |
-//! | FLOAT, DOUBLE                    | all but BOR BAND BXOR MSWAP                       |
-//! | FLOAT_COMPLEX, DOUBLE_COMPLEX    | SUM PROD LOR LAND LXOR ATOMIC_READ/WRITE CSWAP CSWAP_NE |
-//! | LONG_DOUBLE, LONG_DOUBLE_COMPLEX | none                                              |
+//! | FLOAT, DOUBLE, LONG_DOUBLE       | all but BOR BAND BXOR MSWAP                       |
+//! | FLOAT_COMPLEX .. LONG_DOUBLE_COMPLEX | SUM PROD LOR LAND LXOR ATOMIC_READ/WRITE CSWAP CSWAP_NE |
 //! | FLOAT16, BFLOAT16, FLOAT8_*      | none                                              |
 //!
 //! Integer SUM and PROD wrap. LOR, LAND and LXOR treat a nonzero value (for
@@ -29,13 +28,21 @@
 //! swap in the operand when `compare <op> target` holds (CSWAP_LE: when
 //! `compare <= target`); MSWAP stores `(operand & compare) | (target & !compare)`.
 //!
-//! Long double is refused: Rust has no 80-bit (x87) or 128-bit float type,
-//! so its arithmetic cannot be done exactly. The half and 8-bit float types
-//! and FI_DIFF are refused too; FI_VOID and FI_NOOP are collective-only.
+//! Elements are native-endian; INT128/UINT128 are 16 bytes (C's
+//! `__int128`), compared signed or unsigned by type. LONG_DOUBLE is C's
+//! `long double` on x86-64 (x87 80-bit extended in 16 bytes, computed on
+//! the x87 unit: see [`super::x87`]) and LONG_DOUBLE_COMPLEX two of them;
+//! elsewhere long double is another format (binary128 on aarch64, which
+//! stable Rust cannot compute with) and both are refused. The half and
+//! 8-bit float types and FI_DIFF are refused too; FI_VOID and FI_NOOP are
+//! collective-only.
 
 use crate::abi::domain::{fi_datatype, fi_op};
 use crate::error::{Error, Result};
 use std::ops::{BitAnd, BitOr, BitXor, Not, Sub};
+
+#[cfg(target_arch = "x86_64")]
+use super::x87::LongDouble;
 
 /// Which atomic entry point an operation comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,13 +76,13 @@ fn class(dt: u32) -> Option<(Class, usize)> {
         FI_DOUBLE => (Class::Float, 8),
         FI_FLOAT_COMPLEX => (Class::Complex, 8),
         FI_DOUBLE_COMPLEX => (Class::Complex, 16),
-        FI_LONG_DOUBLE
-        | FI_LONG_DOUBLE_COMPLEX
-        | FI_FLOAT16
-        | FI_BFLOAT16
-        | FI_FLOAT8_E4M3
-        | FI_FLOAT8_E5M2
-        | FI_VOID => return None,
+        #[cfg(target_arch = "x86_64")]
+        FI_LONG_DOUBLE => (Class::Float, 16),
+        #[cfg(target_arch = "x86_64")]
+        FI_LONG_DOUBLE_COMPLEX => (Class::Complex, 32),
+        #[cfg(not(target_arch = "x86_64"))]
+        FI_LONG_DOUBLE | FI_LONG_DOUBLE_COMPLEX => return None,
+        FI_FLOAT16 | FI_BFLOAT16 | FI_FLOAT8_E4M3 | FI_FLOAT8_E5M2 | FI_VOID => return None,
     })
 }
 
@@ -192,6 +199,10 @@ pub fn apply(
         FI_DOUBLE => bufs.run(op, ord_step::<f64>),
         FI_FLOAT_COMPLEX => bufs.run(op, num_step::<Complex<f32>>),
         FI_DOUBLE_COMPLEX => bufs.run(op, num_step::<Complex<f64>>),
+        #[cfg(target_arch = "x86_64")]
+        FI_LONG_DOUBLE => bufs.run(op, ord_step::<LongDouble>),
+        #[cfg(target_arch = "x86_64")]
+        FI_LONG_DOUBLE_COMPLEX => bufs.run(op, num_step::<Complex<LongDouble>>),
         // Refused by valid() above.
         _ => return Err(Error::INVAL),
     }
@@ -274,6 +285,31 @@ macro_rules! impl_num {
 }
 impl_num!(wrapping_add, wrapping_mul, 0, 1: i8, u8, i16, u16, i32, u32, i64, u64, i128, u128);
 impl_num!(plain, plain, 0.0, 1.0: f32, f64);
+
+#[cfg(target_arch = "x86_64")]
+impl Num for LongDouble {
+    const SIZE: usize = 16;
+    fn load(b: &[u8]) -> Self {
+        let mut a = [0u8; 16];
+        a.copy_from_slice(b);
+        LongDouble(a)
+    }
+    fn store(self, b: &mut [u8]) {
+        b.copy_from_slice(&self.0);
+    }
+    fn zero() -> Self {
+        LongDouble::ZERO
+    }
+    fn one() -> Self {
+        LongDouble::ONE
+    }
+    fn add(self, o: Self) -> Self {
+        self + o
+    }
+    fn mul(self, o: Self) -> Self {
+        self * o
+    }
+}
 
 /// `re + im·i`, stored as two consecutive `F`s (C's `float complex`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -395,6 +431,27 @@ mod tests {
         (0..=21).chain([255, 256, 257, u32::MAX])
     }
 
+    /// A small integer as an element value.
+    trait Small {
+        fn small(x: i8) -> Self;
+    }
+    macro_rules! impl_small {
+        ($($t:ty),+) => {$(
+            impl Small for $t {
+                fn small(x: i8) -> Self {
+                    x as $t
+                }
+            }
+        )+};
+    }
+    impl_small!(i8, u8, i16, u16, i32, u32, i64, u64, i128, u128, f32, f64);
+    #[cfg(target_arch = "x86_64")]
+    impl Small for LongDouble {
+        fn small(x: i8) -> Self {
+            LongDouble::from_i64(x.into())
+        }
+    }
+
     fn bytes<T: Num>(v: T) -> Vec<u8> {
         let mut b = vec![0; T::SIZE];
         v.store(&mut b);
@@ -442,7 +499,7 @@ mod tests {
     /// Cases for the integer and float types: t = 12, o = 10.
     macro_rules! ordered_cases {
         ($seen:ident, $t:ty, $dt:expr) => {{
-            let v = |x: i8| x as $t;
+            let v = <$t as Small>::small;
             for kind in [Kind::Base, Kind::Fetch] {
                 for (op, t, o, want) in [
                     (FI_MIN, 12, 10, 10),
@@ -495,7 +552,7 @@ mod tests {
     macro_rules! int_cases {
         ($seen:ident, $t:ty, $dt:expr) => {{
             ordered_cases!($seen, $t, $dt);
-            let v = |x: i8| x as $t;
+            let v = <$t as Small>::small;
             for kind in [Kind::Base, Kind::Fetch] {
                 for (op, want) in [(FI_BOR, 0b1110), (FI_BAND, 0b1000), (FI_BXOR, 0b0110)] {
                     $seen.insert(check(kind, $dt, op, v(0b1100), v(0b1010), v(0), v(want)));
@@ -526,11 +583,11 @@ mod tests {
 
     fn complex_cases<F>(seen: &mut HashSet<Key>, dt: fi_datatype)
     where
-        F: Num + Sub<Output = F> + Debug + From<i8>,
+        F: Num + Sub<Output = F> + Debug + Small,
     {
         let z = |re: i8, im: i8| Complex {
-            re: F::from(re),
-            im: F::from(im),
+            re: F::small(re),
+            im: F::small(im),
         };
         for kind in [Kind::Base, Kind::Fetch] {
             for (op, t, o, want) in [
@@ -585,6 +642,13 @@ mod tests {
         ordered_cases!(seen, f64, FI_DOUBLE);
         complex_cases::<f32>(&mut seen, FI_FLOAT_COMPLEX);
         complex_cases::<f64>(&mut seen, FI_DOUBLE_COMPLEX);
+        #[cfg(target_arch = "x86_64")]
+        {
+            ordered_cases!(seen, LongDouble, FI_LONG_DOUBLE);
+            complex_cases::<LongDouble>(&mut seen, FI_LONG_DOUBLE_COMPLEX);
+        }
+        // Long double where it is x87 extended.
+        let ld = usize::from(cfg!(target_arch = "x86_64"));
 
         let mut all = HashSet::new();
         for kind in KINDS {
@@ -596,9 +660,9 @@ mod tests {
                 }
             }
         }
-        // 10 integer types × (11 + 12 + 7), 2 floats × (8 + 9 + 6),
-        // 2 complex × (6 + 7 + 2).
-        assert_eq!(all.len(), 10 * 30 + 2 * 23 + 2 * 15);
+        // 10 integer types × (11 + 12 + 7), 2 or 3 floats × (8 + 9 + 6),
+        // 2 or 3 complex × (6 + 7 + 2).
+        assert_eq!(all.len(), 10 * 30 + (2 + ld) * 23 + (2 + ld) * 15);
         // Every case tested was valid, and every valid combination tested.
         assert_eq!(seen, all);
     }
@@ -623,9 +687,11 @@ mod tests {
         ] {
             assert_eq!(elem_size(dt as u32), Some(size), "{dt:?}");
         }
+        // C's long double and its complex on x86-64; refused elsewhere.
+        let x86 = cfg!(target_arch = "x86_64");
+        assert_eq!(elem_size(FI_LONG_DOUBLE as u32), x86.then_some(16));
+        assert_eq!(elem_size(FI_LONG_DOUBLE_COMPLEX as u32), x86.then_some(32));
         for dt in [
-            FI_LONG_DOUBLE,
-            FI_LONG_DOUBLE_COMPLEX,
             FI_FLOAT16,
             FI_BFLOAT16,
             FI_FLOAT8_E4M3,
@@ -679,8 +745,10 @@ mod tests {
             (Kind::Compare, FI_DOUBLE, FI_MSWAP),
             (Kind::Base, FI_FLOAT_COMPLEX, FI_MIN),
             (Kind::Compare, FI_DOUBLE_COMPLEX, FI_CSWAP_LT),
-            (Kind::Base, FI_LONG_DOUBLE, FI_SUM),
-            (Kind::Compare, FI_LONG_DOUBLE_COMPLEX, FI_CSWAP),
+            (Kind::Base, FI_LONG_DOUBLE, FI_BOR),
+            (Kind::Compare, FI_LONG_DOUBLE, FI_MSWAP),
+            (Kind::Compare, FI_LONG_DOUBLE_COMPLEX, FI_CSWAP_LT),
+            (Kind::Base, FI_LONG_DOUBLE_COMPLEX, FI_MAX),
             (Kind::Base, FI_INT32, FI_ATOMIC_READ),
             (Kind::Fetch, FI_INT32, FI_CSWAP),
             (Kind::Compare, FI_INT32, FI_SUM),
@@ -820,6 +888,181 @@ mod tests {
         let o = 2u128.to_ne_bytes();
         apply(Kind::Base, FI_UINT128 as u32, sum, &mut t, &o, &[], None).unwrap();
         assert_eq!(u128::from_ne_bytes(t), 1);
+    }
+
+    /// One element of (kind, dt, op): the new target; checks that Fetch and
+    /// Compare return the old one.
+    fn one<T: Num + Debug>(kind: Kind, dt: fi_datatype, op: fi_op, t: T, o: T, c: T) -> T {
+        let mut target = bytes(t);
+        let compare = if kind == Kind::Compare {
+            bytes(c)
+        } else {
+            vec![]
+        };
+        let mut result = vec![0; T::SIZE];
+        let res = (kind != Kind::Base).then_some(&mut result[..]);
+        apply(
+            kind,
+            dt as u32,
+            op as u32,
+            &mut target,
+            &bytes(o),
+            &compare,
+            res,
+        )
+        .unwrap();
+        if kind != Kind::Base {
+            assert_eq!(T::load(&result), t, "{kind:?} {dt:?} {op:?}: result");
+        }
+        T::load(&target)
+    }
+
+    #[test]
+    fn int128_every_op_at_full_width() {
+        let (i, u) = (FI_INT128, FI_UINT128);
+        let (b, f, c) = (Kind::Base, Kind::Fetch, Kind::Compare);
+        let hi = 1u128 << 64;
+        let lo = u64::MAX as u128;
+        // The same bits, signed and unsigned: -1 is u128::MAX.
+        assert_eq!(one(b, i, FI_MIN, 1i128, -1, 0), -1);
+        assert_eq!(one(b, u, FI_MIN, 1u128, u128::MAX, 0), 1);
+        assert_eq!(one(f, i, FI_MAX, 1i128, -1, 0), 1);
+        assert_eq!(one(f, u, FI_MAX, 1u128, u128::MAX, 0), u128::MAX);
+        assert_eq!(one(b, i, FI_MIN, i128::MAX, i128::MIN, 0), i128::MIN);
+        assert_eq!(
+            one(b, u, FI_MIN, i128::MAX as u128, 1 << 127, 0),
+            i128::MAX as u128
+        );
+        assert_eq!(one(b, i, FI_MAX, i128::MAX, i128::MIN, 0), i128::MAX);
+        assert_eq!(one(b, u, FI_MAX, i128::MAX as u128, 1 << 127, 0), 1 << 127);
+        // The high half decides.
+        assert_eq!(one(b, u, FI_MIN, hi, lo, 0), lo);
+        assert_eq!(one(b, i, FI_MAX, lo as i128, hi as i128, 0), hi as i128);
+        // SUM carries across the halves and wraps at the type's ends.
+        assert_eq!(one(b, u, FI_SUM, lo, 1, 0), hi);
+        assert_eq!(one(f, u, FI_SUM, u128::MAX, 1, 0), 0);
+        assert_eq!(one(f, i, FI_SUM, i128::MAX, 1, 0), i128::MIN);
+        assert_eq!(one(b, i, FI_SUM, i128::MIN, -1, 0), i128::MAX);
+        assert_eq!(one(b, i, FI_SUM, -(hi as i128), 1, 0), -(lo as i128));
+        // PROD keeps the low 128 bits of the product.
+        assert_eq!(one(b, u, FI_PROD, hi, 1 << 63, 0), 1 << 127);
+        assert_eq!(one(f, i, FI_PROD, hi as i128, 1 << 63, 0), i128::MIN);
+        assert_eq!(one(b, u, FI_PROD, hi, hi, 0), 0);
+        assert_eq!(one(b, i, FI_PROD, i128::MIN, -1, 0), i128::MIN);
+        // -2^64 * (1 - 2^64) = 2^128 - 2^64, which wraps to -2^64.
+        assert_eq!(
+            one(b, i, FI_PROD, -(hi as i128), 1 - hi as i128, 0),
+            -(hi as i128)
+        );
+        // Logical ops: a value with only high bits set is true.
+        assert_eq!(one(b, u, FI_LOR, hi, 0, 0), 1);
+        assert_eq!(one(b, i, FI_LAND, i128::MIN, hi as i128, 0), 1);
+        assert_eq!(one(f, u, FI_LAND, 1u128 << 127, 0, 0), 0);
+        assert_eq!(one(b, i, FI_LXOR, hi as i128, 0, 0), 1);
+        assert_eq!(one(f, u, FI_LXOR, hi, 1 << 127, 0), 0);
+        // Bitwise ops over all 128 bits.
+        let a = 0xaaaa_aaaa_aaaa_aaaa_aaaa_aaaa_aaaa_aaaau128;
+        let m = !lo;
+        assert_eq!(one(b, u, FI_BAND, a, m, 0), a & m);
+        assert_eq!(
+            one(f, u, FI_BOR, a, m, 0),
+            0xffff_ffff_ffff_ffff_aaaa_aaaa_aaaa_aaaa
+        );
+        assert_eq!(one(b, i, FI_BXOR, a as i128, -1, 0), !a as i128);
+        // READ and WRITE of the extreme values.
+        assert_eq!(one(f, i, FI_ATOMIC_READ, i128::MIN, 0, 0), i128::MIN);
+        assert_eq!(one(b, u, FI_ATOMIC_WRITE, 0, u128::MAX, 0), u128::MAX);
+        assert_eq!(one(f, i, FI_ATOMIC_WRITE, 0, i128::MIN, 0), i128::MIN);
+        // CSWAP compares all 128 bits: equal low halves are not enough.
+        assert_eq!(one(c, u, FI_CSWAP, hi | 5, 9, 5), hi | 5);
+        assert_eq!(one(c, u, FI_CSWAP, hi | 5, 9, hi | 5), 9);
+        assert_eq!(one(c, i, FI_CSWAP_NE, hi as i128 | 5, 9, 5), 9);
+        assert_eq!(one(c, i, FI_CSWAP_NE, -1i128, 9, -1), -1);
+        // Ordered swaps (compare <op> target) differ by signedness: -1 is
+        // below 1 signed, above it unsigned.
+        assert_eq!(one(c, i, FI_CSWAP_LT, 1i128, 9, -1), 9);
+        assert_eq!(one(c, u, FI_CSWAP_LT, 1u128, 9, u128::MAX), 1);
+        assert_eq!(one(c, i, FI_CSWAP_GT, 1i128, 9, -1), 1);
+        assert_eq!(one(c, u, FI_CSWAP_GT, 1u128, 9, u128::MAX), 9);
+        assert_eq!(one(c, i, FI_CSWAP_LE, i128::MIN, 9, i128::MIN), 9);
+        assert_eq!(
+            one(c, i, FI_CSWAP_LE, i128::MIN, 9, i128::MIN + 1),
+            i128::MIN
+        );
+        assert_eq!(one(c, u, FI_CSWAP_GE, u128::MAX, 9, u128::MAX), 9);
+        assert_eq!(one(c, u, FI_CSWAP_GE, hi, 9, lo), hi);
+        assert_eq!(one(c, u, FI_CSWAP_GE, hi, 9, hi + 1), 9);
+        // MSWAP with a mask over the high half only.
+        assert_eq!(one(c, u, FI_MSWAP, lo, u128::MAX, m), u128::MAX);
+        assert_eq!(one(c, i, FI_MSWAP, -1i128, 0, m as i128), lo as i128);
+    }
+
+    #[test]
+    fn int128_sixteen_elements_unaligned() {
+        // 16 elements (256 bytes, one atomic's most) at an odd address.
+        let vals: Vec<u128> = (0..16u32)
+            .map(|k| (u64::MAX as u128) + u128::from(k))
+            .collect();
+        let mut buf = vec![0xeeu8; 16 * 16 + 2];
+        for (k, v) in vals.iter().enumerate() {
+            buf[1 + 16 * k..17 + 16 * k].copy_from_slice(&v.to_ne_bytes());
+        }
+        let o: Vec<u8> = (0..16u128).flat_map(|k| (k << 64).to_ne_bytes()).collect();
+        let mut r = vec![0u8; 256];
+        let (dt, op) = (FI_UINT128 as u32, FI_SUM as u32);
+        apply(Kind::Fetch, dt, op, &mut buf[1..257], &o, &[], Some(&mut r)).unwrap();
+        for (k, v) in vals.iter().enumerate() {
+            let at = |b: &[u8]| u128::from_ne_bytes(b[16 * k..16 * k + 16].try_into().unwrap());
+            assert_eq!(at(&buf[1..]), v + ((k as u128) << 64));
+            assert_eq!(at(&r), *v);
+        }
+        assert_eq!((buf[0], buf[257]), (0xee, 0xee));
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn long_double_is_c_long_double() {
+        let n = LongDouble::from_i64;
+        let (b, f, c) = (Kind::Base, Kind::Fetch, Kind::Compare);
+        let ld = FI_LONG_DOUBLE;
+        // 2^62 + 1 needs more than a double's 53 bits.
+        let big = n((1 << 62) + 1);
+        assert_eq!(one(b, ld, FI_SUM, n(1 << 62), n(1), n(0)), big);
+        assert_eq!(one(f, ld, FI_PROD, n(-3), n(1 << 40), n(0)), n(-3 << 40));
+        assert_eq!(one(f, ld, FI_MIN, big, n(1 << 62), n(0)), n(1 << 62));
+        assert_eq!(one(b, ld, FI_MAX, big, n(1 << 62), n(0)), big);
+        // A NaN operand leaves MIN and MAX alone, as C's `<` does.
+        let nan = LongDouble([0, 0, 0, 0, 0, 0, 0, 0xc0, 0xff, 0x7f, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(one(b, ld, FI_MIN, n(5), nan, n(0)), n(5));
+        assert_eq!(one(b, ld, FI_MAX, n(5), nan, n(0)), n(5));
+        // NaN is true; -0 equals 0.
+        assert_eq!(one(b, ld, FI_LAND, nan, n(2), n(0)), n(1));
+        let mut neg_zero = LongDouble::ZERO;
+        neg_zero.0[9] = 0x80;
+        assert_eq!(one(c, ld, FI_CSWAP, n(0), n(7), neg_zero), n(7));
+        assert_eq!(one(c, ld, FI_CSWAP_GT, big, n(7), n(1 << 62)), big);
+        assert_eq!(one(c, ld, FI_CSWAP_LT, big, n(7), n(1 << 62)), n(7));
+        // Complex: (1 + 2i)(3 + 4i) = -5 + 10i, real part first.
+        let z = |re, im| Complex {
+            re: n(re),
+            im: n(im),
+        };
+        let ldc = FI_LONG_DOUBLE_COMPLEX;
+        let got = one(f, ldc, FI_PROD, z(1, 2), z(3, 4), z(0, 0));
+        assert_eq!(got, z(-5, 10));
+        let mut raw = bytes(z(1, 2));
+        apply(
+            b,
+            ldc as u32,
+            FI_SUM as u32,
+            &mut raw,
+            &bytes(z(1 << 62, 0)),
+            &[],
+            None,
+        )
+        .unwrap();
+        assert_eq!(LongDouble::load(&raw[..16]), n((1 << 62) + 1));
+        assert_eq!(LongDouble::load(&raw[16..]), n(2));
     }
 
     #[test]

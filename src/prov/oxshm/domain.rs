@@ -88,7 +88,7 @@ static OPS_DOMAIN: fi_ops_domain = fi_ops_domain {
     poll_open: Some(unsupported::poll_open),
     stx_ctx: Some(unsupported::stx_ctx),
     srx_ctx: Some(unsupported::srx_ctx),
-    query_atomic: Some(unsupported::query_atomic),
+    query_atomic: Some(query_atomic),
     query_collective: Some(unsupported::query_collective),
     endpoint2: Some(super::ep::endpoint2),
     xpu_ctx: Some(unsupported::xpu_ctx),
@@ -525,6 +525,61 @@ unsafe extern "C" fn bind(f: *mut fid, bfid: *mut fid, flags: u64) -> c_int {
     })
 }
 
+/// The `fi_ops_domain.query_atomic` slot (`fi_query_atomic`): whether
+/// oxshm's endpoints execute `op` on `datatype`, as fi_atomicvalid (flags
+/// 0), fi_fetch_atomicvalid (FI_FETCH_ATOMIC) or fi_compare_atomicvalid
+/// (FI_COMPARE_ATOMIC) would answer; on success `*attr` gets the element
+/// size and the most elements of one operation. A NULL `attr` asks only
+/// whether the pair is supported, as upstream's providers allow.
+///
+/// Returns 0, -FI_EOPNOTSUPP for an unsupported pair or for FI_TAGGED
+/// (no atomics to tagged receive buffers), -FI_EBADFLAGS for both kind
+/// flags or an unknown flag, -FI_EINVAL for a foreign domain.
+unsafe extern "C" fn query_atomic(
+    d: *mut fid_domain,
+    datatype: fi_datatype_raw,
+    op: fi_op_raw,
+    attr: *mut crate::abi::atomic::fi_atomic_attr,
+    flags: u64,
+) -> c_int {
+    use super::atomics::Kind;
+    use crate::abi::atomic::{FI_COMPARE_ATOMIC, FI_FETCH_ATOMIC};
+    slot("fi_query_atomic", || {
+        // SAFETY: from_fid checks the object.
+        unsafe { from_fid::<Domain>(d as *const fid) }?;
+        let refuse = |why: &str, e: Error| {
+            crate::ox_log!(Info, Domain, super::NAME, "fi_query_atomic: {why}");
+            Err(e)
+        };
+        if flags & FI_TAGGED != 0 {
+            return refuse("no atomics to tagged buffers (FI_TAGGED)", Error::OPNOTSUPP);
+        }
+        let kind = match flags {
+            0 => Kind::Base,
+            FI_FETCH_ATOMIC => Kind::Fetch,
+            FI_COMPARE_ATOMIC => Kind::Compare,
+            f if f == FI_FETCH_ATOMIC | FI_COMPARE_ATOMIC => {
+                return refuse("FI_FETCH_ATOMIC with FI_COMPARE_ATOMIC", Error::BADFLAGS)
+            }
+            f => return refuse(&format!("unknown flags 0x{f:x}"), Error::BADFLAGS),
+        };
+        let (Some(size), Some(count)) = (
+            super::atomics::elem_size(datatype),
+            super::ops::max_count(kind, datatype, op),
+        ) else {
+            return refuse(
+                &format!("datatype {datatype} with operation {op} is not supported"),
+                Error::OPNOTSUPP,
+            );
+        };
+        if !attr.is_null() {
+            // SAFETY: a non-NULL attr points to the caller's fi_atomic_attr.
+            unsafe { *attr = crate::abi::atomic::fi_atomic_attr { count, size } };
+        }
+        Ok(0)
+    })
+}
+
 /// Domain slots for objects that arrive with the oxshm data path: each
 /// validates its domain and answers -FI_ENOSYS with a log line.
 mod unsupported {
@@ -578,15 +633,6 @@ mod unsupported {
     ) -> c_int {
         nosys(d, "fi_srx_context")
     }
-    pub unsafe extern "C" fn query_atomic(
-        d: *mut fid_domain,
-        _: fi_datatype_raw,
-        _: fi_op_raw,
-        _: *mut crate::abi::atomic::fi_atomic_attr,
-        _: u64,
-    ) -> c_int {
-        nosys(d, "fi_query_atomic")
-    }
     pub unsafe extern "C" fn query_collective(
         d: *mut fid_domain,
         _: crate::abi::domain::fi_collective_op_raw,
@@ -602,5 +648,95 @@ mod unsupported {
         _: *mut c_void,
     ) -> c_int {
         nosys(d, "fi_xpu_ctx")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::ep::tests::Res;
+    use super::*;
+    use crate::abi::atomic::{fi_atomic_attr, FI_COMPARE_ATOMIC, FI_FETCH_ATOMIC};
+    use std::ptr::null_mut;
+
+    /// fi_query_atomic on `d`: the return code and what it wrote.
+    fn query(
+        d: *mut fid_domain,
+        dt: fi_datatype,
+        op: fi_op,
+        flags: u64,
+    ) -> (c_int, fi_atomic_attr) {
+        let mut attr = fi_atomic_attr {
+            count: 12345,
+            size: 678,
+        };
+        // SAFETY: attr is a live fi_atomic_attr; d is checked by the slot.
+        let rc = unsafe { query_atomic(d, dt as u32, op as u32, &mut attr, flags) };
+        (rc, attr)
+    }
+
+    #[test]
+    fn query_atomic_answers_as_the_valid_calls() {
+        use fi_datatype::*;
+        use fi_op::*;
+        let r = Res::new();
+        let d = r.domain;
+        let attr = |count, size| fi_atomic_attr { count, size };
+        let untouched = attr(12345, 678);
+        let ok = |dt, op, flags, count, size| {
+            assert_eq!(
+                query(d, dt, op, flags),
+                (0, attr(count, size)),
+                "{dt:?} {op:?} 0x{flags:x}"
+            );
+        };
+        ok(FI_UINT64, FI_SUM, 0, 32, 8);
+        ok(FI_INT128, FI_SUM, 0, 16, 16);
+        ok(FI_UINT128, FI_MIN, 0, 16, 16);
+        ok(FI_INT128, FI_BXOR, FI_FETCH_ATOMIC, 16, 16);
+        ok(FI_UINT128, FI_ATOMIC_READ, FI_FETCH_ATOMIC, 16, 16);
+        ok(FI_INT128, FI_CSWAP_LT, FI_COMPARE_ATOMIC, 16, 16);
+        ok(FI_UINT128, FI_MSWAP, FI_COMPARE_ATOMIC, 16, 16);
+        ok(FI_DOUBLE_COMPLEX, FI_PROD, 0, 16, 16);
+        if cfg!(target_arch = "x86_64") {
+            ok(FI_LONG_DOUBLE, FI_MAX, 0, 16, 16);
+            ok(FI_LONG_DOUBLE_COMPLEX, FI_CSWAP, FI_COMPARE_ATOMIC, 8, 32);
+        }
+        let no = |dt, op, flags, err: Error| {
+            assert_eq!(
+                query(d, dt, op, flags),
+                (err.code(), untouched),
+                "{dt:?} {op:?} 0x{flags:x}"
+            );
+        };
+        let nope = Error::OPNOTSUPP;
+        // An operation of another kind, a pair no kind has.
+        no(FI_INT128, FI_ATOMIC_READ, 0, nope);
+        no(FI_INT128, FI_CSWAP, FI_FETCH_ATOMIC, nope);
+        no(FI_UINT128, FI_SUM, FI_COMPARE_ATOMIC, nope);
+        no(FI_DOUBLE, FI_BOR, 0, nope);
+        no(FI_LONG_DOUBLE, FI_MSWAP, FI_COMPARE_ATOMIC, nope);
+        no(FI_FLOAT16, FI_SUM, 0, nope);
+        no(FI_UINT64, FI_SUM, FI_TAGGED, nope);
+        no(FI_UINT64, FI_SUM, FI_TAGGED | FI_FETCH_ATOMIC, nope);
+        let both = FI_FETCH_ATOMIC | FI_COMPARE_ATOMIC;
+        no(FI_UINT64, FI_CSWAP, both, Error::BADFLAGS);
+        no(FI_UINT64, FI_SUM, 1 << 40, Error::BADFLAGS);
+        // A NULL attr only asks.
+        // SAFETY: d is live; a NULL attr is not written.
+        unsafe {
+            let (dt, sum, read) = (FI_INT128 as u32, FI_SUM as u32, FI_ATOMIC_READ as u32);
+            assert_eq!(query_atomic(d, dt, sum, null_mut(), 0), 0);
+            assert_eq!(query_atomic(d, dt, read, null_mut(), 0), nope.code());
+        }
+        // Not a domain.
+        assert_eq!(
+            query(null_mut(), FI_UINT64, FI_SUM, 0),
+            (Error::INVAL.code(), untouched)
+        );
+        let fabric = r.fabric as *mut fid_domain;
+        assert_eq!(
+            query(fabric, FI_UINT64, FI_SUM, 0),
+            (Error::INVAL.code(), untouched)
+        );
     }
 }

@@ -19,6 +19,8 @@ pub mod object;
 pub mod ops;
 pub mod shm;
 pub mod svc;
+#[cfg(target_arch = "x86_64")]
+pub mod x87;
 pub mod xfer;
 
 use super::Provider;
