@@ -514,6 +514,60 @@ static int inject_counts_no_completion(void)
 	return peer_close(&p, p.is_target ? inject_target(&p) : inject_initiator(&p));
 }
 
+/* FI_INJECT as an operation flag (fi_sendmsg, or the endpoint's default
+ * flags) frees the buffer at once but, unlike fi_inject, still completes:
+ * fi_msg(3). Two sends each way; the target checks the bytes. */
+static int inject_flag_target(struct peer *p)
+{
+	unsigned char b[2][INJ_LEN];
+	for (int i = 0; i < 2; i++)
+		CHECK_OK(fi_recv(p->ep, b[i], INJ_LEN, NULL, FI_ADDR_UNSPEC, b[i]));
+	CHECK_OK(peer_sync(p));
+	for (int k = 0; k < 2; k++) {
+		struct fi_cq_tagged_entry e;
+		CHECK_OK(peer_wait(p, &e, NULL));
+		unsigned char *r = e.op_context;
+		CHECK(r == b[0] || r == b[1]);
+		CHECK(e.len == INJ_LEN);
+		CHECK_OK(peer_check_fill(r, INJ_LEN, r == b[0] ? 21u : 22u));
+	}
+	CHECK_OK(peer_sync(p));
+	return 0;
+}
+
+static int inject_flag_initiator(struct peer *p)
+{
+	unsigned char buf[INJ_LEN];
+	struct iovec iov = { buf, INJ_LEN };
+	struct fi_msg m = { .msg_iov = &iov, .iov_count = 1, .addr = p->other, .context = &iov };
+	struct fi_cq_tagged_entry e;
+	CHECK_OK(peer_sync(p));
+	peer_fill(buf, INJ_LEN, 21);
+	CHECK_OK(fi_sendmsg(p->ep, &m, FI_INJECT | FI_COMPLETION));
+	memset(buf, 0xEE, INJ_LEN);
+	CHECK_OK(peer_wait(p, &e, NULL));
+	CHECK(e.op_context == &iov);
+	CHECK(e.flags == (FI_SEND | FI_MSG));
+	/* The same through the endpoint's default transmit flags. */
+	uint64_t f = FI_TRANSMIT | FI_INJECT | FI_COMPLETION;
+	CHECK_OK(fi_control(&p->ep->fid, FI_SETOPSFLAG, &f));
+	peer_fill(buf, INJ_LEN, 22);
+	CHECK_OK(fi_send(p->ep, buf, INJ_LEN, NULL, p->other, buf));
+	memset(buf, 0xEE, INJ_LEN);
+	CHECK_OK(peer_wait(p, &e, NULL));
+	CHECK(e.op_context == buf);
+	CHECK(peer_cntr(p, C_SEND) == 2);
+	CHECK_OK(peer_sync(p));
+	return 0;
+}
+
+static int inject_flag_completes(void)
+{
+	struct peer p;
+	CHECK_OK(open_pair(&p));
+	return peer_close(&p, p.is_target ? inject_flag_target(&p) : inject_flag_initiator(&p));
+}
+
 /* --------------------------------------------------------------- senddata */
 
 /* fi_senddata small and large, fi_injectdata, fi_tsenddata. */
@@ -970,6 +1024,7 @@ static const struct test_case cases[] = {
 	CASE(sendv_recvv),
 	CASE(sendmsg_recvmsg),
 	CASE(inject_counts_no_completion),
+	CASE(inject_flag_completes),
 	CASE(senddata_remote_cq_data),
 	CASE(truncation),
 	CASE(tagged_matching),

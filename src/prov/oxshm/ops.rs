@@ -220,6 +220,7 @@ fn send(e: *mut fid_ep, s: Send<'_>) -> ssize_t {
             key: 0,
             data: s.data,
             flags,
+            silent: s.inject,
             context: s.context,
         };
         post(ep, &p, s.call)
@@ -834,6 +835,7 @@ fn rma(e: *mut fid_ep, r: Rma<'_>) -> ssize_t {
             key: ri.key,
             data: r.data,
             flags,
+            silent: r.inject,
             context: r.context,
         };
         post(ep, &p, r.call)
@@ -1294,6 +1296,7 @@ fn atomic(e: *mut fid_ep, a: Atomic<'_>) -> ssize_t {
             key: ri.key,
             data: a.data,
             flags,
+            silent: a.inject,
             context: a.context,
         };
         post(ep, &p, a.call)

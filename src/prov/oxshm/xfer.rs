@@ -485,6 +485,9 @@ pub struct Post<'a> {
     pub data: Option<u64>,
     /// Operation flags (defaults merged in).
     pub flags: u64,
+    /// An fi_inject* call: no completion at all. (FI_INJECT given as a flag
+    /// only frees the buffer at once; the operation still completes.)
+    pub silent: bool,
     pub context: *mut c_void,
 }
 
@@ -1173,7 +1176,7 @@ impl Xfer {
             return Err(Error::AGAIN);
         }
         let inject = p.flags & FI_INJECT != 0;
-        let report = !inject
+        let report = !p.silent
             && match self.cq(false) {
                 Some((_, selective)) => !selective || p.flags & FI_COMPLETION != 0,
                 None => false,
