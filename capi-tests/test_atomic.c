@@ -64,6 +64,7 @@ struct tmem {
 	uint64_t cv[2];
 	uint64_t inj;
 	uint64_t pipe[1];
+	uint64_t order;
 #ifdef HAVE_I128
 	u128 usum, ufetch, umin, umax, uminhi, ucswap, ucslt, uinj;
 	i128 isum, imin128, imax128, icslt;
@@ -751,6 +752,79 @@ static int read_write_multi_complex(void)
 	return peer_close(&p, p.is_target ? serve(&p, rw_init, rw_check) : rw_initiator(&p));
 }
 
+/* --------------------------------------------------------------- ordering */
+
+enum { NORDER = 200 };
+
+/* Posts an operation, retrying while the ring is full (progress is
+ * automatic, so it drains). */
+#define POST_RETRY(call)                                                       \
+	do {                                                                   \
+		ssize_t r_;                                                    \
+		while ((r_ = (call)) == -FI_EAGAIN)                           \
+			sched_yield();                                         \
+		CHECK_OK(r_);                                                  \
+	} while (0)
+
+static int order_check(struct peer *p, struct tmem *m, struct romem *ro)
+{
+	(void)ro;
+	CHECK(m->order == 7);
+	CHECK(peer_cntr(p, C_REMOTE_WRITE) == 3 * NORDER);
+	CHECK(peer_cntr(p, C_REMOTE_READ) == 2 * NORDER);
+	return 0;
+}
+
+static int order_initiator(struct peer *p)
+{
+	const uint64_t want = FI_ORDER_ATOMIC_RAR | FI_ORDER_ATOMIC_RAW | FI_ORDER_ATOMIC_WAR |
+			      FI_ORDER_ATOMIC_WAW | FI_ORDER_SAS;
+	CHECK((p->info->tx_attr->msg_order & want) == want);
+	CHECK((p->info->rx_attr->msg_order & want) == want);
+	CHECK(p->info->ep_attr->max_order_raw_size >= sizeof(uint64_t));
+	CHECK(p->info->ep_attr->max_order_war_size >= sizeof(uint64_t));
+	CHECK(p->info->ep_attr->max_order_waw_size >= sizeof(uint64_t));
+	struct regions rg;
+	CHECK_OK(get_regions(p, &rg));
+	uint64_t at = RW(p, &rg, order), one = 1, seven = 7;
+	int ctx[5];
+	for (int i = 0; i < NORDER; i++) {
+		uint64_t w = 2 * (uint64_t)i + 1, raw = 0, war = 0;
+		/* Posted back to back, no wait: write, sum (WAW), read (RAW),
+		 * read then write (WAR). */
+		POST_RETRY(fi_atomic(p->ep, &w, 1, NULL, p->other, at, rg.rw.key, FI_UINT64,
+				     FI_ATOMIC_WRITE, &ctx[0]));
+		POST_RETRY(fi_atomic(p->ep, &one, 1, NULL, p->other, at, rg.rw.key, FI_UINT64,
+				     FI_SUM, &ctx[1]));
+		POST_RETRY(fi_fetch_atomic(p->ep, NULL, 1, NULL, &raw, NULL, p->other, at,
+					   rg.rw.key, FI_UINT64, FI_ATOMIC_READ, &ctx[2]));
+		POST_RETRY(fi_fetch_atomic(p->ep, NULL, 1, NULL, &war, NULL, p->other, at,
+					   rg.rw.key, FI_UINT64, FI_ATOMIC_READ, &ctx[3]));
+		POST_RETRY(fi_atomic(p->ep, &seven, 1, NULL, p->other, at, rg.rw.key, FI_UINT64,
+				     FI_ATOMIC_WRITE, &ctx[4]));
+		for (int k = 0; k < 5; k++) {
+			struct fi_cq_tagged_entry e;
+			CHECK_OK(peer_wait(p, &e, NULL));
+		}
+		if (raw != w + 1 || war != w + 1) {
+			fprintf(stderr, "    round %d: read %llu and %llu, want %llu\n", i,
+				(unsigned long long)raw, (unsigned long long)war,
+				(unsigned long long)(w + 1));
+			return finish(p, 1);
+		}
+	}
+	return finish(p, 0);
+}
+
+/* msg_order advertises FI_ORDER_SAS and the four atomic orderings; atomics
+ * posted back to back to one location execute in the order posted. */
+static int atomic_ordering(void)
+{
+	struct peer p;
+	CHECK_OK(open_pair(&p));
+	return peer_close(&p, p.is_target ? serve(&p, NULL, order_check) : order_initiator(&p));
+}
+
 /* ------------------------------------------------------------- call forms */
 
 enum { NINJ = 20 };
@@ -1300,6 +1374,7 @@ static const struct test_case cases[] = {
 	CASE(compare_swap),
 	CASE(min_max),
 	CASE(read_write_multi_complex),
+	CASE(atomic_ordering),
 	CASE(call_forms),
 	CASE(refused),
 	CASE(query_atomic),

@@ -568,6 +568,75 @@ static int inject_flag_completes(void)
 	return peer_close(&p, p.is_target ? inject_flag_target(&p) : inject_flag_initiator(&p));
 }
 
+/* ----------------------------------------------------------------- order */
+
+/* FI_ORDER_SAS: sends of every size path, posted back to back, are matched
+ * by the receives in the order they were posted. Each message starts with
+ * its sequence number. */
+enum { NSAS = 48 };
+static const size_t sas_sizes[4] = { 16, 100000, 200, 8192 };
+
+static int sas_target(struct peer *p)
+{
+	unsigned char *b = malloc((size_t)NSAS * 100000);
+	CHECK(b);
+	for (int i = 0; i < NSAS; i++)
+		CHECK_OK(fi_recv(p->ep, b + (size_t)i * 100000, 100000, NULL, FI_ADDR_UNSPEC,
+				 b + (size_t)i * 100000));
+	CHECK_OK(peer_sync(p));
+	int rc = 0;
+	for (int k = 0; k < NSAS && !rc; k++) {
+		struct fi_cq_tagged_entry e;
+		rc = peer_wait(p, &e, NULL);
+		if (rc)
+			break;
+		unsigned char *r = e.op_context;
+		int i = (int)((r - b) / 100000);
+		uint32_t seq;
+		memcpy(&seq, r, sizeof(seq));
+		if (seq != (uint32_t)i || e.len != sas_sizes[i % 4]) {
+			fprintf(stderr, "    receive %d got message %u (%zu bytes)\n", i, seq, e.len);
+			rc = 1;
+		}
+	}
+	free(b);
+	CHECK_OK(rc);
+	CHECK_OK(peer_sync(p));
+	return 0;
+}
+
+static int sas_initiator(struct peer *p)
+{
+	CHECK(p->info->tx_attr->msg_order & FI_ORDER_SAS);
+	CHECK(p->info->rx_attr->msg_order & FI_ORDER_SAS);
+	unsigned char *b = malloc((size_t)NSAS * 100000);
+	CHECK(b);
+	CHECK_OK(peer_sync(p));
+	for (int i = 0; i < NSAS; i++) {
+		unsigned char *m = b + (size_t)i * 100000;
+		uint32_t seq = (uint32_t)i;
+		memcpy(m, &seq, sizeof(seq));
+		ssize_t r;
+		while ((r = fi_send(p->ep, m, sas_sizes[i % 4], NULL, p->other, m)) == -FI_EAGAIN)
+			sched_yield();
+		CHECK_OK(r);
+	}
+	int rc = 0;
+	for (int k = 0; k < NSAS && !rc; k++)
+		rc = peer_wait(p, NULL, NULL);
+	free(b);
+	CHECK_OK(rc);
+	CHECK_OK(peer_sync(p));
+	return 0;
+}
+
+static int send_after_send_order(void)
+{
+	struct peer p;
+	CHECK_OK(open_pair(&p));
+	return peer_close(&p, p.is_target ? sas_target(&p) : sas_initiator(&p));
+}
+
 /* --------------------------------------------------------------- senddata */
 
 /* fi_senddata small and large, fi_injectdata, fi_tsenddata. */
@@ -1025,6 +1094,7 @@ static const struct test_case cases[] = {
 	CASE(sendmsg_recvmsg),
 	CASE(inject_counts_no_completion),
 	CASE(inject_flag_completes),
+	CASE(send_after_send_order),
 	CASE(senddata_remote_cq_data),
 	CASE(truncation),
 	CASE(tagged_matching),
