@@ -15,7 +15,7 @@ LIB := $(BUILD)/libfabric.so.1
 CFLAGS_TEST := -Wall -Wextra -Werror -g -O1
 
 .PHONY: all lib headers headers-check install run test test-rust test-c test-exports \
-	test-upstream-bin test-install test-layout test-stress-smoke lint deps bench clean \
+	test-upstream-bin test-fabtests test-install test-layout test-stress-smoke lint deps bench clean \
 	fuzz fuzz-smoke stress
 
 all: lib
@@ -80,7 +80,7 @@ $(UPSTREAM)/.done:
 	bash ../shared/tools/upstream-libfabric.sh $(UPSTREAM) | tail -2
 	@touch $@
 
-test: deps headers-check lint test-rust test-layout test-c test-stress-smoke test-exports test-upstream-bin test-install fuzz-smoke
+test: deps headers-check lint test-rust test-layout test-c test-stress-smoke test-exports test-upstream-bin test-fabtests test-install fuzz-smoke
 	@echo "make test: all suites passed"
 
 lint:
@@ -103,6 +103,11 @@ test-exports: lib
 
 test-upstream-bin: deps lib
 	bash capi-tests/upstream-bin.sh $(BUILD)
+
+# Upstream's conformance suite (fabtests 2.1.0, its runner) on oxshm; the
+# build is cached under build/ft.
+test-fabtests: deps lib
+	BUILD=$(BUILD) bash capi-tests/fabtests.sh
 
 test-install: lib
 	bash capi-tests/install.sh

@@ -65,6 +65,25 @@ echo "fabtests.sh: runfabtests.sh -t $TESTS oxshm (timeout ${TIMEOUT}s a test)"
 # One line per test: its result and its name.
 awk '/^- name:/ { sub(/^- name: +/, ""); name = $0 }
      /^  result:/ { print $2 "\t" name }' "$out" >"$FT/results.tsv"
+
+# fi_multi_mr (excluded from the runner's run, see fabtests.exclude) as the
+# runner runs it, with oxshm taking the application's keys.
+if [ "$TESTS" = all ] || [ "$TESTS" = functional ]; then
+	port=$((9500 + RANDOM % 400))
+	mm=(fi_multi_mr -e rdm -V -p oxshm)
+	(
+		cd "$FT"
+		export LD_LIBRARY_PATH=$PREFIX/lib FI_OXSHM_MR_MODE=0
+		timeout "$TIMEOUT" "$INST/bin/${mm[0]}" "${mm[@]:1}" -B $port -s 127.0.0.1 >multi_mr.server 2>&1 &
+		s=$!
+		sleep 1
+		timeout "$TIMEOUT" "$INST/bin/${mm[0]}" "${mm[@]:1}" -P $port -s 127.0.0.1 127.0.0.1 >multi_mr.client 2>&1
+		c=$?
+		wait $s && [ $c -eq 0 ]
+	) && r=Pass || r=Fail
+	printf '%s\t%s (FI_OXSHM_MR_MODE=0, by fabtests.sh)\n' $r "${mm[*]}" >>"$FT/results.tsv"
+	[ $r = Pass ] || { echo "fabtests.sh: ${mm[*]} failed:"; cat "$FT"/multi_mr.server "$FT"/multi_mr.client; }
+fi
 pass=$(grep -c '^Pass' "$FT/results.tsv" || true)
 excluded=$(grep -c '^Excluded' "$FT/results.tsv" || true)
 bad=$(grep -v -e '^Pass' -e '^Excluded' "$FT/results.tsv" || true)

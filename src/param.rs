@@ -106,6 +106,7 @@ fn builtin() -> Vec<Param> {
         core("hmem_disable_p2p", ParamType::Bool, "Do not use peer-to-peer transfers for device memory"),
         ox("mr_mode", ParamType::String, "mr_mode bits oxshm domains require, as a number or a list of names (FI_MR_LOCAL|FI_MR_PROV_KEY)"),
         ox("stats", ParamType::Bool, "Log each domain's registration statistics when it closes"),
+        ox("name_wait", ParamType::SizeT, "Milliseconds fi_av_insert waits for a service (fi_oxshm://node:service) to be published by its endpoint (default 5000)"),
         ox("ptracer", ParamType::Bool, "With kernel.yama.ptrace_scope 1, let peers of this user copy to and from the process (PR_SET_PTRACER_ANY; default 1)"),
     ]
 }
