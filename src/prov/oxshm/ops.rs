@@ -334,18 +334,18 @@ fn recv_flags(ep: &Ep, r: &Recv<'_>, flags: u64) -> Result<Search> {
         flags & FI_DISCARD != 0,
     );
     if flags & FI_MULTI_RECV != 0 {
-        let (cap, name) = if r.tagged {
-            (FI_TAGGED_MULTI_RECV, "FI_TAGGED_MULTI_RECV")
-        } else {
-            (FI_MULTI_RECV, "FI_MULTI_RECV")
-        };
-        need_cap(ep, cap, name, r.call)?;
         if peek || claim || discard {
             return refuse(
                 "FI_MULTI_RECV does not combine with FI_PEEK, FI_CLAIM or FI_DISCARD",
                 Error::INVAL,
             );
         }
+        let (cap, name) = if r.tagged {
+            (FI_TAGGED_MULTI_RECV, "FI_TAGGED_MULTI_RECV")
+        } else {
+            (FI_MULTI_RECV, "FI_MULTI_RECV")
+        };
+        need_cap(ep, cap, name, r.call)?;
     }
     if !(peek || claim || discard) {
         return Ok(Search::None);

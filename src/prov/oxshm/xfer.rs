@@ -91,6 +91,8 @@ pub const PEER_CHECK: Duration = Duration::from_millis(50);
 /// How long the progress thread leaves the inbox to an application that
 /// polls (it looks again after this long, and steps in when no poll came).
 pub const APP_POLL_GRACE: Duration = Duration::from_millis(2);
+/// Most messages an application call handles in one pass over the inbox.
+const APP_DRAIN: usize = 64;
 /// Iterations the progress thread spins for the next message before it
 /// sleeps (a few microseconds).
 const SPIN: u32 = 2000;
@@ -1070,14 +1072,32 @@ impl Xfer {
         let Ok(_g) = self.drain.try_lock() else {
             return None;
         };
+        Some(self.drain_locked(app))
+    }
+
+    /// Handles the messages already in the inbox, waiting for a thread
+    /// that is draining it to finish first: what was sent to this
+    /// endpoint before the call has been seen when it returns (up to a
+    /// ring's worth, so that a steady stream cannot hold the caller).
+    fn drain_all(&self) {
+        let _g = lock(&self.drain);
+        for _ in 0..16 {
+            if self.drain_locked(true) < APP_DRAIN {
+                break;
+            }
+        }
+    }
+
+    /// One pass over the inbox by the holder of the drain lock.
+    fn drain_locked(&self, app: bool) -> usize {
         self.flush_deferred();
         self.pump();
         let mut n = 0;
-        let max = if app { 64 } else { 1024 };
+        let max = if app { APP_DRAIN } else { 1024 };
         while n < max && self.inbox.recv(|m| self.handle(m)) {
             n += 1;
         }
-        Some(n)
+        n
     }
 
     // ------------------------------------------------------------- peers --
@@ -1602,8 +1622,8 @@ impl Xfer {
             return Err(Error::INVAL);
         }
         let want = self.recv_of(r)?;
-        // Whatever is in the inbox arrived before the peek.
-        self.progress_once(true);
+        // A message in the inbox was sent before the peek: it is seen.
+        self.drain_all();
         let mut rx = lock(&self.rx);
         if claim
             && rx
