@@ -1077,8 +1077,8 @@ impl Xfer {
 
     /// Handles the messages already in the inbox, waiting for a thread
     /// that is draining it to finish first: what was sent to this
-    /// endpoint before the call has been seen when it returns (up to a
-    /// ring's worth, so that a steady stream cannot hold the caller).
+    /// endpoint before the call has been seen when it returns (at most
+    /// 16 passes, so that a steady stream cannot hold the caller).
     fn drain_all(&self) {
         let _g = lock(&self.drain);
         for _ in 0..16 {
