@@ -47,6 +47,7 @@ impl Error {
     pub const INPROGRESS: Error = Error(libc::EINPROGRESS);
     pub const REMOTEIO: Error = Error(libc::EREMOTEIO);
     pub const CANCELED: Error = Error(libc::ECANCELED);
+    pub const NOMSG: Error = Error(libc::ENOMSG);
     pub const KEYREJECTED: Error = Error(libc::EKEYREJECTED);
     // libfabric's own numbers, from FI_ERRNO_OFFSET (256).
     pub const OTHER: Error = Error(256);

@@ -1319,11 +1319,11 @@ unsafe extern "C" fn control(f: *mut fid, command: c_int, arg: *mut c_void) -> c
 // struct fi_ops_ep
 // ---------------------------------------------------------------------------
 
-/// No operation is ever pending on an endpoint without a data path, so
-/// there is nothing to cancel: 0, as for an operation that already finished.
 /// Cancels the posted receive whose context is `context` (it completes
-/// with FI_ECANCELED); transmits are never queued at the initiator long
-/// enough to cancel. 0 whether or not something was cancelled.
+/// with FI_ECANCELED; a multi-receive buffer stops taking messages, see
+/// `Xfer::cancel`); transmits are never queued at the initiator long
+/// enough to cancel. 0 whether or not something was cancelled, and on an
+/// endpoint not enabled yet (nothing is pending there).
 unsafe extern "C" fn cancel(f: fid_t, context: *mut c_void) -> ssize_t {
     slot_ssize("fi_cancel", || {
         // SAFETY: from_fid checks the object.

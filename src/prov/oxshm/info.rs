@@ -26,6 +26,7 @@ pub const CAPS: u64 = f::FI_LOCAL_COMM
     | f::FI_REMOTE_READ
     | f::FI_REMOTE_WRITE
     | f::FI_DIRECTED_RECV
+    | f::FI_MULTI_RECV
     | f::FI_SOURCE;
 
 /// Orderings oxshm guarantees between operations of one initiator

@@ -91,6 +91,8 @@ pub const PEER_CHECK: Duration = Duration::from_millis(50);
 /// How long the progress thread leaves the inbox to an application that
 /// polls (it looks again after this long, and steps in when no poll came).
 pub const APP_POLL_GRACE: Duration = Duration::from_millis(2);
+/// Most messages an application call handles in one pass over the inbox.
+const APP_DRAIN: usize = 64;
 /// Iterations the progress thread spins for the next message before it
 /// sleeps (a few microseconds).
 const SPIN: u32 = 2000;
@@ -605,7 +607,8 @@ impl std::hash::Hasher for AddrHasher {
 
 type PeerHash = std::hash::BuildHasherDefault<AddrHasher>;
 
-/// A posted receive.
+/// A posted receive, or the piece of a multi-receive buffer that one
+/// message fills.
 struct Recv {
     tagged: bool,
     tag: u64,
@@ -614,6 +617,89 @@ struct Recv {
     iov: Vec<(u64, u64)>,
     report: bool,
     context: *mut c_void,
+    /// FI_MULTI_RECV: the buffer this receive is, or is a piece of.
+    multi: Option<Arc<Multi>>,
+}
+
+/// A multi-receive buffer (fi_msg(3) FI_MULTI_RECV), shared by the posted
+/// buffer and the pieces it has handed out. Messages are packed one after
+/// the other, without alignment. The buffer is released when less than
+/// `min` bytes remain (a full buffer is always released), when a message
+/// does not fit in what remains of a buffer that already took one, or
+/// when it is cancelled; its last completion carries FI_MULTI_RECV: that
+/// of the last piece to finish, or one of its own (len 0, no other flag)
+/// when no piece is outstanding at the release.
+struct Multi {
+    /// FI_OPT_MIN_MULTI_RECV when the buffer was posted.
+    min: u64,
+    state: Mutex<MultiState>,
+}
+
+#[derive(Default, Debug, PartialEq)]
+struct MultiState {
+    /// Bytes handed out.
+    used: u64,
+    /// Pieces handed out and not completed.
+    pieces: usize,
+    released: bool,
+}
+
+/// What a multi-receive buffer does with a message of some length.
+#[derive(Debug, PartialEq)]
+enum Carve {
+    /// Bytes `[off, off + len)` of the buffer take the message (a message
+    /// larger than `len` is truncated); `released`: this was the buffer's
+    /// last piece.
+    Piece { off: u64, len: u64, released: bool },
+    /// The message does not fit: the buffer is released without it.
+    Full,
+}
+
+impl Multi {
+    fn new(min: usize) -> Multi {
+        Multi {
+            min: min as u64,
+            state: Mutex::new(MultiState::default()),
+        }
+    }
+
+    /// Hands out the next piece of a buffer of `room` bytes for a message
+    /// of `len` bytes. Only a fresh buffer truncates a message (else it
+    /// could never be received); a used one that is too small is released.
+    fn carve(&self, room: u64, len: u64) -> Carve {
+        let mut s = lock(&self.state);
+        let left = room - s.used;
+        if len > left && s.used > 0 {
+            s.released = true;
+            return Carve::Full;
+        }
+        let off = s.used;
+        let take = len.min(left);
+        s.used += take;
+        s.pieces += 1;
+        s.released = room - s.used < self.min.max(1);
+        Carve::Piece {
+            off,
+            len: take,
+            released: s.released,
+        }
+    }
+
+    /// Records that a piece completed; true when it is the buffer's last
+    /// completion (the buffer is released and nothing else is out).
+    fn piece_done(&self) -> bool {
+        let mut s = lock(&self.state);
+        s.pieces = s.pieces.saturating_sub(1);
+        s.released && s.pieces == 0
+    }
+
+    /// Releases the buffer (cancelled or full); true when no piece is out,
+    /// so the release needs a completion of its own.
+    fn release(&self) -> bool {
+        let mut s = lock(&self.state);
+        s.released = true;
+        s.pieces == 0
+    }
 }
 
 /// A message that arrived before its receive.
@@ -622,6 +708,10 @@ struct Unexpected {
     /// Inline payload, or the sender's iovs (pulled when matched).
     bytes: Vec<u8>,
     remote: Vec<(u64, u64)>,
+    /// FI_PEEK | FI_CLAIM: the context that claimed it and the token
+    /// written into that context; only an FI_CLAIM receive with the same
+    /// context takes it.
+    claim: Option<(usize, u64)>,
 }
 
 #[derive(Default)]
@@ -985,14 +1075,32 @@ impl Xfer {
         let Ok(_g) = self.drain.try_lock() else {
             return None;
         };
+        Some(self.drain_locked(app))
+    }
+
+    /// Handles the messages already in the inbox, waiting for a thread
+    /// that is draining it to finish first: what was sent to this
+    /// endpoint before the call has been seen when it returns (at most
+    /// 16 passes, so that a steady stream cannot hold the caller).
+    fn drain_all(&self) {
+        let _g = lock(&self.drain);
+        for _ in 0..16 {
+            if self.drain_locked(true) < APP_DRAIN {
+                break;
+            }
+        }
+    }
+
+    /// One pass over the inbox by the holder of the drain lock.
+    fn drain_locked(&self, app: bool) -> usize {
         self.flush_deferred();
         self.pump();
         let mut n = 0;
-        let max = if app { 64 } else { 1024 };
+        let max = if app { APP_DRAIN } else { 1024 };
         while n < max && self.inbox.recv(|m| self.handle(m)) {
             n += 1;
         }
-        Some(n)
+        n
     }
 
     // ------------------------------------------------------------- peers --
@@ -1320,8 +1428,63 @@ impl Xfer {
         }
     }
 
-    /// Posts a receive buffer; matches it against a message already here.
+    /// Posts a receive buffer; matches it against the messages already
+    /// here (a multi-receive buffer takes as many as fit).
     pub fn post_recv(&self, r: &RecvPost<'_>) -> Result<()> {
+        let recv = self.recv_of(r)?;
+        let mut rx = lock(&self.rx);
+        if recv.multi.is_none() {
+            let found = rx
+                .unexpected
+                .iter()
+                .position(|u| u.claim.is_none() && matches(&recv, &u.w));
+            if let Some(i) = found {
+                let u = rx.unexpected.remove(i).unwrap_or_else(|| unreachable!());
+                drop(rx);
+                self.deliver(recv, u.w, &u.bytes, &u.remote, true);
+                return Ok(());
+            }
+            if rx.posted.len() >= self.ep().rx_size {
+                return Err(Error::AGAIN);
+            }
+            rx.posted.push_back(recv);
+            self.posted_recvs.fetch_add(1, Ordering::AcqRel);
+            return Ok(());
+        }
+        // A multi-receive buffer is posted only when no waiting message
+        // matches it any more; until then it is this call's alone, and
+        // messages arriving meanwhile queue up as unexpected ones.
+        if rx.posted.len() >= self.ep().rx_size {
+            return Err(Error::AGAIN);
+        }
+        loop {
+            let found = rx
+                .unexpected
+                .iter()
+                .position(|u| u.claim.is_none() && matches(&recv, &u.w));
+            let Some(i) = found else {
+                rx.posted.push_back(recv);
+                self.posted_recvs.fetch_add(1, Ordering::AcqRel);
+                return Ok(());
+            };
+            let len = rx.unexpected[i].w.len;
+            let (piece, released) = self.take_piece(&recv, len);
+            let u = piece
+                .is_some()
+                .then(|| rx.unexpected.remove(i).unwrap_or_else(|| unreachable!()));
+            drop(rx);
+            if let (Some(p), Some(u)) = (piece, u) {
+                self.deliver(p, u.w, &u.bytes, &u.remote, true);
+            }
+            if released {
+                return Ok(());
+            }
+            rx = lock(&self.rx);
+        }
+    }
+
+    /// The receive that a posted buffer stands for.
+    fn recv_of(&self, r: &RecvPost<'_>) -> Result<Recv> {
         let src = if r.src == FI_ADDR_UNSPEC || r.src == FI_ADDR_NOTAVAIL {
             None
         } else {
@@ -1331,7 +1494,7 @@ impl Xfer {
             Some((_, selective)) => !selective || r.flags & FI_COMPLETION != 0,
             None => false,
         };
-        let recv = Recv {
+        Ok(Recv {
             tagged: r.tagged,
             tag: r.tag,
             ignore: r.ignore,
@@ -1339,28 +1502,80 @@ impl Xfer {
             iov: r.iov.to_vec(),
             report,
             context: r.context,
+            multi: (r.flags & FI_MULTI_RECV != 0)
+                .then(|| Arc::new(Multi::new(self.ep().min_multi_recv()))),
+        })
+    }
+
+    /// The piece of multi-receive buffer `r` that a message of `len` bytes
+    /// fills, if it fits; and whether the buffer is released. A buffer
+    /// released without the message completes on its own here when no
+    /// piece of it is outstanding.
+    fn take_piece(&self, r: &Recv, len: u64) -> (Option<Recv>, bool) {
+        let Some(m) = r.multi.as_ref() else {
+            return (None, true);
         };
-        let mut rx = lock(&self.rx);
-        let found = rx.unexpected.iter().position(|u| matches(&recv, &u.w));
-        match found {
-            Some(i) => {
-                let u = rx.unexpected.remove(i).unwrap_or_else(|| unreachable!());
-                drop(rx);
-                self.deliver(recv, u.w, &u.bytes, &u.remote, true);
+        let room: u64 = r.iov.iter().map(|x| x.1).sum();
+        match m.carve(room, len) {
+            Carve::Piece { off, len, released } => {
+                let piece = Recv {
+                    src: r.src,
+                    iov: window(&r.iov, off, len).to_vec(),
+                    multi: Some(Arc::clone(m)),
+                    ..*r
+                };
+                (Some(piece), released)
             }
-            None => {
-                if rx.posted.len() >= self.ep().rx_size {
-                    return Err(Error::AGAIN);
+            Carve::Full => {
+                crate::ox_log!(
+                    Debug,
+                    EpData,
+                    super::NAME,
+                    "a message of {len} bytes does not fit in what remains of multi-receive buffer {:?}: the buffer is released",
+                    r.context
+                );
+                if m.release() {
+                    self.multi_released(r, None);
                 }
-                rx.posted.push_back(recv);
-                self.posted_recvs.fetch_add(1, Ordering::AcqRel);
+                (None, true)
             }
         }
-        Ok(())
+    }
+
+    /// The completion of its own that says multi-receive buffer `r` is
+    /// released (fi_cq(3) FI_MULTI_RECV): no other flag, len 0; or the
+    /// FI_ECANCELED error completion of a cancelled buffer.
+    fn multi_released(&self, r: &Recv, err: Option<Error>) {
+        let Some((cq, _)) = self.cq(true) else {
+            return;
+        };
+        let buf = r
+            .iov
+            .first()
+            .map_or(std::ptr::null_mut(), |x| x.0 as *mut c_void);
+        let _ = match err {
+            None => cq.push(Completion {
+                context: r.context,
+                flags: FI_MULTI_RECV,
+                buf,
+                ..Default::default()
+            }),
+            Some(e) => cq.push_err(ErrCompletion {
+                context: r.context,
+                flags: FI_MULTI_RECV | FI_RECV | if r.tagged { FI_TAGGED } else { FI_MSG },
+                buf,
+                tag: r.tag,
+                err: e.0,
+                prov_errno: e.0,
+                ..ErrCompletion::default()
+            }),
+        };
     }
 
     /// Cancels the posted receive with `context`: it completes with
-    /// FI_ECANCELED.
+    /// FI_ECANCELED. A multi-receive buffer stops taking messages; its
+    /// error completion carries FI_MULTI_RECV unless pieces of it are still
+    /// being filled, in which case the last of them does.
     pub fn cancel(&self, context: *mut c_void) {
         let mut rx = lock(&self.rx);
         let Some(i) = rx.posted.iter().position(|r| r.context == context) else {
@@ -1369,6 +1584,12 @@ impl Xfer {
         let r = rx.posted.remove(i).unwrap_or_else(|| unreachable!());
         self.posted_recvs.fetch_sub(1, Ordering::AcqRel);
         drop(rx);
+        if let Some(m) = r.multi.as_ref() {
+            let alone = m.release();
+            if alone {
+                return self.multi_released(&r, Some(Error::CANCELED));
+            }
+        }
         if let Some((cq, _)) = self.cq(true) {
             let _ = cq.push_err(ErrCompletion {
                 context: r.context,
@@ -1381,6 +1602,164 @@ impl Xfer {
                 err: Error::CANCELED.0,
                 prov_errno: Error::CANCELED.0,
                 ..ErrCompletion::default()
+            });
+        }
+    }
+
+    /// fi_trecvmsg with FI_PEEK (fi_tagged(3)): looks for a waiting
+    /// message that `r` matches, without receiving it. Found: a completion
+    /// with the message's length, tag and data (no buffer); with `claim`
+    /// the message is then reserved for an FI_CLAIM receive with the same
+    /// context, with `discard` it is dropped. Not found: an FI_ENOMSG error
+    /// completion. A claim writes a token into the context (an application
+    /// `struct fi_context`, as FI_CLAIM requires); -FI_EBUSY when that
+    /// context already holds a claim.
+    pub fn peek(&self, r: &RecvPost<'_>, claim: bool, discard: bool) -> Result<()> {
+        if claim && r.context.is_null() {
+            crate::ox_log!(
+                Warn,
+                EpData,
+                super::NAME,
+                "fi_trecvmsg: FI_CLAIM needs a struct fi_context as the context, not NULL"
+            );
+            return Err(Error::INVAL);
+        }
+        let want = self.recv_of(r)?;
+        // A message in the inbox was sent before the peek: it is seen.
+        self.drain_all();
+        let mut rx = lock(&self.rx);
+        if claim
+            && rx
+                .unexpected
+                .iter()
+                .any(|u| u.claim.is_some_and(|c| c.0 == r.context as usize))
+        {
+            crate::ox_log!(
+                Warn,
+                EpData,
+                super::NAME,
+                "fi_trecvmsg: FI_PEEK | FI_CLAIM with context {:?}, which already holds a claimed message",
+                r.context
+            );
+            return Err(Error::BUSY);
+        }
+        let found = rx
+            .unexpected
+            .iter()
+            .position(|u| u.claim.is_none() && matches(&want, &u.w));
+        let Some(i) = found else {
+            drop(rx);
+            if let Some((cq, _)) = self.cq(true) {
+                let _ = cq.push_err(ErrCompletion {
+                    context: r.context,
+                    flags: FI_TAGGED | FI_RECV,
+                    tag: r.tag,
+                    err: Error::NOMSG.0,
+                    prov_errno: Error::NOMSG.0,
+                    ..ErrCompletion::default()
+                });
+            }
+            return Ok(());
+        };
+        let w = rx.unexpected[i].w;
+        if claim {
+            let token = self.next_grant.fetch_add(1, Ordering::Relaxed);
+            // SAFETY: FI_CLAIM requires the context to be the
+            // application's `struct fi_context`, the provider's to use
+            // until the paired FI_CLAIM receive (fi_tagged(3)).
+            unsafe {
+                (*(r.context as *mut crate::abi::fabric::fi_context)).internal[0] =
+                    token as *mut c_void
+            };
+            rx.unexpected[i].claim = Some((r.context as usize, token));
+        }
+        let gone = discard.then(|| rx.unexpected.remove(i)).flatten();
+        drop(rx);
+        if let Some(u) = gone {
+            self.discarded(&u);
+        }
+        self.peeked(r.context, &w, w.len);
+        Ok(())
+    }
+
+    /// fi_trecvmsg with FI_CLAIM and without FI_PEEK: receives into `r`
+    /// (or, with `discard`, drops) the message claimed by an earlier
+    /// FI_PEEK | FI_CLAIM with the same context. -FI_EINVAL when that
+    /// context holds no claim.
+    pub fn claimed(&self, r: &RecvPost<'_>, discard: bool) -> Result<()> {
+        if r.context.is_null() {
+            crate::ox_log!(
+                Warn,
+                EpData,
+                super::NAME,
+                "fi_trecvmsg: FI_CLAIM needs a struct fi_context as the context, not NULL"
+            );
+            return Err(Error::INVAL);
+        }
+        let recv = self.recv_of(r)?;
+        let mut rx = lock(&self.rx);
+        let at = rx
+            .unexpected
+            .iter()
+            .position(|u| u.claim.is_some_and(|c| c.0 == r.context as usize));
+        let Some(i) = at else {
+            crate::ox_log!(
+                Warn,
+                EpData,
+                super::NAME,
+                "fi_trecvmsg: FI_CLAIM with context {:?}, which holds no claimed message (claim it with FI_PEEK | FI_CLAIM first)",
+                r.context
+            );
+            return Err(Error::INVAL);
+        };
+        // SAFETY: the context is the application's `struct fi_context`
+        // that the peek wrote the token into (fi_tagged(3)).
+        let token =
+            unsafe { (*(r.context as *const crate::abi::fabric::fi_context)).internal[0] } as u64;
+        if rx.unexpected[i].claim.is_some_and(|c| c.1 != token) {
+            crate::ox_log!(
+                Warn,
+                EpData,
+                super::NAME,
+                "fi_trecvmsg: FI_CLAIM with context {:?}, whose claim was overwritten since FI_PEEK | FI_CLAIM",
+                r.context
+            );
+            return Err(Error::INVAL);
+        }
+        let u = rx.unexpected.remove(i).unwrap_or_else(|| unreachable!());
+        drop(rx);
+        if discard {
+            self.discarded(&u);
+            self.peeked(r.context, &u.w, 0);
+        } else {
+            self.deliver(recv, u.w, &u.bytes, &u.remote, true);
+        }
+        Ok(())
+    }
+
+    /// Releases the sender of a discarded message (an inline one was
+    /// released when it was buffered): its send completes successfully,
+    /// as the application consumed the message (fi_tagged(3)
+    /// FI_MATCH_COMPLETE).
+    fn discarded(&self, u: &Unexpected) {
+        if u.w.flags & W_INLINE == 0 {
+            self.respond(&u.w, 0, &[]);
+        }
+    }
+
+    /// The completion of a peek or a discard: the message's meta-data,
+    /// `len` bytes, no buffer.
+    fn peeked(&self, context: *mut c_void, w: &Wire, len: u64) {
+        if let Some((cq, _)) = self.cq(true) {
+            let data = w.flags & W_DATA != 0;
+            let _ = cq.push(Completion {
+                context,
+                flags: FI_TAGGED | FI_RECV | if data { FI_REMOTE_CQ_DATA } else { 0 },
+                len: len as usize,
+                data: if data { w.data } else { 0 },
+                tag: w.tag,
+                src: self.source(&w.src()),
+                ..Default::default()
             });
         }
     }
@@ -2163,27 +2542,39 @@ impl Xfer {
     }
 
     fn on_message(&self, w: &Wire, body: &[u8]) {
+        let inline = w.flags & W_INLINE != 0;
         let mut rx = lock(&self.rx);
-        let found = rx.posted.iter().position(|r| matches(r, w));
-        match found {
-            Some(i) => {
-                let r = rx.posted.remove(i).unwrap_or_else(|| unreachable!());
+        // A multi-receive buffer too full for the message is released and
+        // the search goes on with the receives posted after it.
+        let r = loop {
+            let Some(i) = rx.posted.iter().position(|r| matches(r, w)) else {
+                break None;
+            };
+            if rx.posted[i].multi.is_none() {
                 self.posted_recvs.fetch_sub(1, Ordering::AcqRel);
+                break rx.posted.remove(i);
+            }
+            let (piece, released) = self.take_piece(&rx.posted[i], w.len);
+            if released {
+                rx.posted.remove(i);
+                self.posted_recvs.fetch_sub(1, Ordering::AcqRel);
+            }
+            if piece.is_some() {
+                break piece;
+            }
+        };
+        match r {
+            Some(r) => {
                 drop(rx);
-                let remote = if w.flags & W_INLINE != 0 {
+                let remote = if inline {
                     Vec::new()
                 } else {
                     parse_iovs(body, w.niov as usize).unwrap_or_default()
                 };
-                let bytes = if w.flags & W_INLINE != 0 {
-                    body
-                } else {
-                    &[][..]
-                };
+                let bytes = if inline { body } else { &[][..] };
                 self.deliver(r, *w, bytes, &remote, false);
             }
             None => {
-                let inline = w.flags & W_INLINE != 0;
                 rx.unexpected.push_back(Unexpected {
                     w: *w,
                     bytes: if inline { body.to_vec() } else { Vec::new() },
@@ -2192,6 +2583,7 @@ impl Xfer {
                     } else {
                         parse_iovs(body, w.niov as usize).unwrap_or_default()
                     },
+                    claim: None,
                 });
                 drop(rx);
                 // An inline message is buffered here: its sender is done.
@@ -2252,12 +2644,16 @@ impl Xfer {
             .first()
             .map_or(std::ptr::null_mut(), |x| x.0 as *mut c_void);
         let truncated = w.len > room;
+        // The last piece of a released multi-receive buffer says so, and
+        // is reported even under FI_SELECTIVE_COMPLETION (fi_msg(3)).
+        let last = r.multi.as_ref().is_some_and(|m| m.piece_done());
+        let flags = flags | if last { FI_MULTI_RECV } else { 0 };
         match status {
             Ok(()) if !truncated => {
                 if let Some(c) = self.cntr(C_RECV) {
                     c.count(take);
                 }
-                if r.report {
+                if r.report || last {
                     if let Some((cq, _)) = self.cq(true) {
                         let _ = cq.push(Completion {
                             context: r.context,
@@ -2363,6 +2759,117 @@ impl Drop for Active<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn piece(off: u64, len: u64, released: bool) -> Carve {
+        Carve::Piece { off, len, released }
+    }
+
+    /// A multi-receive buffer packs messages back to back and is released
+    /// by the message after which less than the minimum remains.
+    #[test]
+    fn multi_packs_until_min() {
+        let m = Multi::new(100);
+        assert_eq!(m.carve(1000, 300), piece(0, 300, false));
+        assert_eq!(m.carve(1000, 300), piece(300, 300, false));
+        assert_eq!(m.carve(1000, 0), piece(600, 0, false));
+        assert_eq!(m.carve(1000, 350), piece(600, 350, true));
+        // The pieces complete in any order; the last one says so.
+        assert!(!m.piece_done());
+        assert!(!m.piece_done());
+        assert!(!m.piece_done());
+        assert!(m.piece_done());
+    }
+
+    /// Exactly the minimum left keeps the buffer; one byte less releases.
+    #[test]
+    fn multi_min_boundary() {
+        let m = Multi::new(100);
+        assert_eq!(m.carve(300, 200), piece(0, 200, false));
+        let m = Multi::new(100);
+        assert_eq!(m.carve(300, 201), piece(0, 201, true));
+        // A minimum of 0: the buffer goes when it is full.
+        let m = Multi::new(0);
+        assert_eq!(m.carve(10, 9), piece(0, 9, false));
+        assert_eq!(m.carve(10, 1), piece(9, 1, true));
+    }
+
+    /// A message larger than what remains releases a used buffer without
+    /// it (nothing truncated); a fresh buffer truncates it instead.
+    #[test]
+    fn multi_too_big() {
+        let m = Multi::new(10);
+        assert_eq!(m.carve(100, 60), piece(0, 60, false));
+        assert_eq!(m.carve(100, 41), Carve::Full);
+        assert_eq!(
+            *lock(&m.state),
+            MultiState {
+                used: 60,
+                pieces: 1,
+                released: true
+            }
+        );
+        // The piece still out carries the release.
+        assert!(m.piece_done());
+        let m = Multi::new(10);
+        assert_eq!(m.carve(100, 500), piece(0, 100, true));
+    }
+
+    /// A cancelled buffer with no piece out completes on its own; with
+    /// pieces out, the last of them carries the release.
+    #[test]
+    fn multi_release() {
+        let m = Multi::new(10);
+        assert!(m.release());
+        let m = Multi::new(10);
+        assert_eq!(m.carve(100, 5), piece(0, 5, false));
+        assert_eq!(m.carve(100, 5), piece(5, 5, false));
+        assert!(!m.release());
+        assert!(!m.piece_done());
+        assert!(m.piece_done());
+    }
+
+    /// A receive matches a message by kind, tag under the ignore mask and
+    /// source; a piece of a multi-receive buffer matches as its buffer.
+    #[test]
+    fn matching() {
+        let a = Address {
+            pid: 1,
+            ep_id: 2,
+            nonce: 3,
+        };
+        let b = Address { nonce: 4, ..a };
+        let r = Recv {
+            tagged: true,
+            tag: 0x1200,
+            ignore: 0xff,
+            src: Some(a),
+            iov: vec![(0x1000, 64)],
+            report: true,
+            context: std::ptr::null_mut(),
+            multi: None,
+        };
+        let w = |flags, tag, from: Address| Wire {
+            flags,
+            tag,
+            src_pid: from.pid,
+            src_ep: from.ep_id,
+            src_nonce: from.nonce,
+            ..Wire::default()
+        };
+        assert!(matches(&r, &w(W_TAGGED, 0x12ab, a)));
+        assert!(!matches(&r, &w(W_TAGGED, 0x13ab, a)));
+        assert!(!matches(&r, &w(W_TAGGED, 0x12ab, b)));
+        assert!(!matches(&r, &w(0, 0x1200, a)));
+        let any = Recv {
+            tagged: false,
+            src: None,
+            iov: Vec::new(),
+            multi: None,
+            ..r
+        };
+        assert!(matches(&any, &w(0, 0, b)));
+        assert!(!matches(&any, &w(W_TAGGED, 0, b)));
+    }
 
     /// `window` names the same bytes as the two splits it replaces, for
     /// every offset and length over pieces of several shapes.
