@@ -369,12 +369,88 @@ static int av_insertsvc_insertsym(void)
 	size_t len = sizeof(got);
 	CHECK_OK(fi_av_lookup(av, 0, got, &len));
 	CHECK_STR(got, a);
-	CHECK_RC(fi_av_insertsvc(av, "localhost", "5000", &fa, 0, NULL), -FI_EINVAL);
+	/* A service nobody publishes: not inserted (no wait here), with
+	 * FI_EADDRNOTAVAIL through FI_SYNC_ERR. */
+	setenv("FI_OXSHM_NAME_WAIT", "0", 1);
+	int err = 0;
+	CHECK_RC(fi_av_insertsvc(av, "localhost", "oxtest-none", &fa, FI_SYNC_ERR, &err), 0);
+	CHECK(fa == FI_ADDR_NOTAVAIL);
+	CHECK(err == FI_EADDRNOTAVAIL);
+	unsetenv("FI_OXSHM_NAME_WAIT");
+	/* A bad service, or a node that is not this host: -FI_EINVAL. */
+	CHECK_RC(fi_av_insertsvc(av, "localhost", "no spaces", &fa, 0, NULL), -FI_EINVAL);
+	CHECK_RC(fi_av_insertsvc(av, "g00n13s.invalid", "5000", &fa, 0, NULL), -FI_EINVAL);
+	/* A host without a service names no endpoint. */
 	CHECK_RC(fi_av_insertsvc(av, "localhost", NULL, &fa, 0, NULL), 0);
 	CHECK(fa == FI_ADDR_NOTAVAIL);
 	CHECK_RC(fi_av_insertsym(av, "node1", 2, "5000", 2, &fa, 0, NULL), -FI_ENOSYS);
 	CHECK_OK(fi_close(&av->fid));
 	return test_close(&r);
+}
+
+/* Addresses from node and service: fi_getinfo reports them, an endpoint
+ * opened with one publishes its service when enabled, fi_av_insert finds
+ * the endpoint through it; a second endpoint cannot take a live service,
+ * and one whose owner closed is free again. */
+static int service_names(void)
+{
+	char svc[32], text[64], name[64], got[64];
+	snprintf(svc, sizeof(svc), "oxtest-%d", (int)getpid());
+	struct fi_info *hints = fi_allocinfo(), *src = NULL, *dst = NULL;
+	CHECK(hints != NULL);
+	hints->fabric_attr->prov_name = strdup("oxshm");
+	hints->ep_attr->type = FI_EP_RDM;
+	hints->caps = FI_MSG;
+	CHECK_OK(fi_getinfo(FI_VERSION(1, 18), "127.0.0.1", svc, FI_SOURCE, hints, &src));
+	snprintf(text, sizeof(text), "fi_oxshm://127.0.0.1:%s", svc);
+	CHECK(src->src_addrlen == strlen(text) + 1);
+	CHECK_STR((char *)src->src_addr, text);
+	CHECK_OK(fi_getinfo(FI_VERSION(1, 18), "localhost", svc, 0, hints, &dst));
+	CHECK(dst->dest_addr != NULL && dst->src_addr != NULL);
+	/* Not this host: no provider can reach it. */
+	struct fi_info *none = NULL;
+	CHECK_RC(fi_getinfo(FI_VERSION(1, 18), "g00n13s.invalid", svc, 0, hints, &none),
+		 -FI_ENODATA);
+
+	struct res a, b;
+	CHECK_OK(res_open(&a));
+	struct fid_ep *server = NULL, *second = NULL;
+	CHECK_OK(fi_endpoint(a.r.domain, src, &server, NULL));
+	CHECK_OK(fi_ep_bind(server, &a.av->fid, 0));
+	CHECK_OK(fi_enable(server));
+	CHECK_OK(get_name(server, name, sizeof(name)));
+	CHECK(strstr(name, svc) == NULL); /* its own endpoint name */
+	/* The service is taken while the server lives. */
+	CHECK_OK(fi_endpoint(a.r.domain, src, &second, NULL));
+	CHECK_OK(fi_ep_bind(second, &a.av->fid, 0));
+	CHECK_RC(fi_enable(second), -FI_EADDRINUSE);
+	CHECK_OK(fi_close(&second->fid));
+
+	/* Another domain resolves the destination to the server. */
+	CHECK_OK(res_open(&b));
+	CHECK_OK(res_enable(&b));
+	fi_addr_t fa = FI_ADDR_NOTAVAIL;
+	const char *addrs[1] = { dst->dest_addr };
+	CHECK_RC(fi_av_insert(b.av, addrs, 1, &fa, 0, NULL), 1);
+	size_t len = sizeof(got);
+	CHECK_OK(fi_av_lookup(b.av, fa, got, &len));
+	CHECK_STR(got, name);
+
+	/* Closed: the service resolves no more, and is free to publish. */
+	CHECK_OK(fi_close(&server->fid));
+	setenv("FI_OXSHM_NAME_WAIT", "20", 1);
+	CHECK_RC(fi_av_insert(b.av, addrs, 1, &fa, 0, NULL), 0);
+	unsetenv("FI_OXSHM_NAME_WAIT");
+	CHECK_OK(fi_endpoint(a.r.domain, src, &second, NULL));
+	CHECK_OK(fi_ep_bind(second, &a.av->fid, 0));
+	CHECK_OK(fi_enable(second));
+	CHECK_OK(fi_close(&second->fid));
+
+	fi_freeinfo(src);
+	fi_freeinfo(dst);
+	fi_freeinfo(hints);
+	CHECK_OK(res_close(&b));
+	return res_close(&a);
 }
 
 static int av_straddr(void)
@@ -598,7 +674,8 @@ static int ep_getname_setname(void)
 	/* In use by another endpoint. */
 	CHECK_RC(fi_setname(&other->fid, mine, strlen(mine) + 1), -FI_EADDRINUSE);
 	/* Not an oxshm address, or another process's. */
-	CHECK_RC(fi_setname(&s.ep->fid, "fi_oxshm://x", 13), -FI_EINVAL);
+	CHECK_RC(fi_setname(&s.ep->fid, "fi_oxshm://x:no spaces", 23), -FI_EINVAL);
+	CHECK_RC(fi_setname(&s.ep->fid, "fi_oxshm://1/2", 15), -FI_EINVAL);
 	char foreign[64];
 	snprintf(foreign, sizeof(foreign), "fi_oxshm://%d/1/0000000000000001",
 		 getpid() == 1 ? 2 : 1);
@@ -845,6 +922,7 @@ static const struct test_case cases[] = {
 	CASE(av_map_handles),
 	CASE(av_bad_addresses),
 	CASE(av_insertsvc_insertsym),
+	CASE(service_names),
 	CASE(av_straddr),
 	CASE(av_unsupported_ops),
 	CASE(ep_open_close),
