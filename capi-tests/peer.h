@@ -238,18 +238,19 @@ static inline double peer_now(void)
 }
 
 /*
- * Waits (up to 10 s) for one completion on the CQ: 0 with *e filled, or
+ * Waits (up to 10 s) for one completion on the CQ: 0 with *e filled (and
+ * with fi_cq_readfrom's source address in *src when src is not NULL), or
  * -FI_EAVAIL with *err filled for an error completion.
  */
-static inline int peer_wait(struct peer *p, struct fi_cq_tagged_entry *e,
-			    struct fi_cq_err_entry *err)
+static inline int peer_wait_from(struct peer *p, struct fi_cq_tagged_entry *e, fi_addr_t *src,
+				 struct fi_cq_err_entry *err)
 {
 	double end = peer_now() + 10;
 	struct fi_cq_tagged_entry dummy;
 	if (!e)
 		e = &dummy;
 	while (peer_now() < end) {
-		ssize_t n = fi_cq_read(p->cq, e, 1);
+		ssize_t n = src ? fi_cq_readfrom(p->cq, e, 1, src) : fi_cq_read(p->cq, e, 1);
 		if (n == 1)
 			return 0;
 		if (n == -FI_EAVAIL) {
@@ -269,6 +270,34 @@ static inline int peer_wait(struct peer *p, struct fi_cq_tagged_entry *e,
 	}
 	fprintf(stderr, "    no completion within 10 s\n");
 	return -FI_ETIMEDOUT;
+}
+
+static inline int peer_wait(struct peer *p, struct fi_cq_tagged_entry *e,
+			    struct fi_cq_err_entry *err)
+{
+	return peer_wait_from(p, e, NULL, err);
+}
+
+/* Drives progress for `ms` milliseconds; 0 when no completion (nor error)
+ * showed up in that time. */
+static inline int peer_cq_stays_empty(struct peer *p, int ms)
+{
+	double end = peer_now() + ms / 1000.0;
+	while (peer_now() < end) {
+		struct fi_cq_tagged_entry e;
+		ssize_t n = fi_cq_read(p->cq, &e, 1);
+		if (n == 1) {
+			fprintf(stderr, "    unexpected completion: context %p flags 0x%llx len %zu\n",
+				e.op_context, (unsigned long long)e.flags, e.len);
+			return 1;
+		}
+		if (n != -FI_EAGAIN) {
+			fprintf(stderr, "    fi_cq_read returned %zd (%s)\n", n, test_errstr(n));
+			return 1;
+		}
+		sched_yield();
+	}
+	return 0;
 }
 
 /* Counter value (0 for an unbound event). */

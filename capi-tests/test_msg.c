@@ -19,54 +19,6 @@ static void arm(void)
 	alarm(getenv("OX_TEST_SCALE") ? 240 : 30);
 }
 
-/* peer_wait with fi_cq_readfrom: also returns the source address. */
-static int wait_from(struct peer *p, struct fi_cq_tagged_entry *e, fi_addr_t *src,
-		     struct fi_cq_err_entry *err)
-{
-	double end = peer_now() + 10;
-	while (peer_now() < end) {
-		ssize_t n = fi_cq_readfrom(p->cq, e, 1, src);
-		if (n == 1)
-			return 0;
-		if (n == -FI_EAVAIL) {
-			struct fi_cq_err_entry tmp;
-			if (!err)
-				err = &tmp;
-			memset(err, 0, sizeof(*err));
-			if (fi_cq_readerr(p->cq, err, 0) != 1)
-				return -FI_EOTHER;
-			return -FI_EAVAIL;
-		}
-		if (n != -FI_EAGAIN)
-			return (int)n;
-		sched_yield();
-	}
-	fprintf(stderr, "    no completion within 10 s\n");
-	return -FI_ETIMEDOUT;
-}
-
-/* Drives progress for `ms` milliseconds; 0 when no completion (nor error)
- * showed up in that time. */
-static int cq_stays_empty(struct peer *p, int ms)
-{
-	double end = peer_now() + ms / 1000.0;
-	struct fi_cq_tagged_entry e;
-	while (peer_now() < end) {
-		ssize_t n = fi_cq_read(p->cq, &e, 1);
-		if (n == 1) {
-			fprintf(stderr, "    unexpected completion: context %p flags 0x%llx len %zu\n",
-				e.op_context, (unsigned long long)e.flags, e.len);
-			return 1;
-		}
-		if (n != -FI_EAGAIN) {
-			fprintf(stderr, "    fi_cq_read returned %zd (%s)\n", n, test_errstr(n));
-			return 1;
-		}
-		sched_yield();
-	}
-	return 0;
-}
-
 /* Waits until counter `i` reaches `want` (10 s). */
 static int wait_cntr(struct peer *p, int i, uint64_t want)
 {
@@ -106,7 +58,7 @@ static int sizes_target(struct peer *p)
 		CHECK_OK(peer_sync(p)); /* posted: send */
 		struct fi_cq_tagged_entry e;
 		fi_addr_t src = FI_ADDR_NOTAVAIL;
-		rc = wait_from(p, &e, &src, NULL);
+		rc = peer_wait_from(p, &e, &src, NULL);
 		if (rc)
 			break;
 		rc = 1;
@@ -172,7 +124,7 @@ static int unexpected_target(struct peer *p)
 {
 	CHECK_OK(peer_sync(p)); /* all three sent, the small one completed */
 	/* They are here (or on their way): nothing completes without a receive. */
-	CHECK_OK(cq_stays_empty(p, 100));
+	CHECK_OK(peer_cq_stays_empty(p, 100));
 	unsigned char *buf[3];
 	int ctx[3];
 	for (int i = 0; i < 3; i++) {
@@ -184,7 +136,7 @@ static int unexpected_target(struct peer *p)
 	for (int k = 0; k < 3 && !rc; k++) {
 		struct fi_cq_tagged_entry e;
 		fi_addr_t src;
-		rc = wait_from(p, &e, &src, NULL);
+		rc = peer_wait_from(p, &e, &src, NULL);
 		if (rc)
 			break;
 		rc = 1;
@@ -233,7 +185,7 @@ static int unexpected_initiator(struct peer *p)
 		rc = 1;
 		CHECK(e.op_context == &ctx[0]);
 		CHECK(e.flags == (FI_SEND | FI_MSG));
-		rc = cq_stays_empty(p, 100);
+		rc = peer_cq_stays_empty(p, 100);
 	}
 	CHECK_OK(rc);
 	CHECK(peer_cntr(p, C_SEND) == 1);
@@ -388,7 +340,7 @@ static int sendmsg_target(struct peer *p)
 		CHECK_OK(peer_sync(p));
 		struct fi_cq_tagged_entry e;
 		fi_addr_t src;
-		int rc = wait_from(p, &e, &src, NULL);
+		int rc = peer_wait_from(p, &e, &src, NULL);
 		if (!rc) {
 			rc = 1;
 			CHECK(e.op_context == &ctx);
@@ -501,7 +453,7 @@ static int inject_initiator(struct peer *p)
 	memset(buf, 0xEE, 3072);
 	/* Injects complete at the counter only, never at the CQ. */
 	CHECK_OK(wait_cntr(p, C_SEND, NINJ + 1));
-	CHECK_OK(cq_stays_empty(p, 50));
+	CHECK_OK(peer_cq_stays_empty(p, 50));
 	CHECK(peer_cntr(p, C_SEND) == NINJ + 1);
 	CHECK(peer_cntr_err(p, C_SEND) == 0);
 	CHECK_OK(peer_sync(p));
@@ -738,7 +690,7 @@ static int trunc_target(struct peer *p)
 		int ctx;
 		if (late) {
 			CHECK_OK(peer_sync(p)); /* sent */
-			CHECK_OK(cq_stays_empty(p, 50));
+			CHECK_OK(peer_cq_stays_empty(p, 50));
 		}
 		CHECK_OK(fi_recv(p->ep, b, trunc_room[m], NULL, FI_ADDR_UNSPEC, &ctx));
 		if (!late)
@@ -834,7 +786,7 @@ static int tagged_target(struct peer *p)
 	for (int k = 0; k < 2; k++) {
 		struct fi_cq_tagged_entry e;
 		fi_addr_t src;
-		CHECK_OK(wait_from(p, &e, &src, NULL));
+		CHECK_OK(peer_wait_from(p, &e, &src, NULL));
 		CHECK(e.flags == (FI_RECV | FI_TAGGED));
 		CHECK(src == p->other);
 		if (e.op_context == &ca) {
@@ -848,10 +800,10 @@ static int tagged_target(struct peer *p)
 			CHECK_OK(peer_check_fill(b, 20, 2));
 		}
 	}
-	CHECK_OK(cq_stays_empty(p, 50));
+	CHECK_OK(peer_cq_stays_empty(p, 50));
 	/* Round 2 (both arrive first): the second one sent is received first. */
 	CHECK_OK(peer_sync(p));
-	CHECK_OK(cq_stays_empty(p, 100));
+	CHECK_OK(peer_cq_stays_empty(p, 100));
 	memset(a, 0, sizeof(a));
 	memset(c, 0, sizeof(c));
 	CHECK_OK(fi_trecv(p->ep, c, sizeof(c), NULL, FI_ADDR_UNSPEC, TAG_B, 0, &cb));
@@ -952,15 +904,15 @@ static int directed_target(struct peer *p)
 	CHECK_OK(peer_sync(p)); /* the initiator sends one message, tag-7 one */
 	struct fi_cq_tagged_entry e;
 	fi_addr_t src;
-	CHECK_OK(wait_from(p, &e, &src, NULL));
+	CHECK_OK(peer_wait_from(p, &e, &src, NULL));
 	CHECK(e.op_context == &cg);
 	CHECK(src == p->other);
 	CHECK_OK(peer_check_fill(g, 40, 11));
 	/* The directed ones stay pending; the tagged message waits unexpected. */
-	CHECK_OK(cq_stays_empty(p, 100));
+	CHECK_OK(peer_cq_stays_empty(p, 100));
 	/* A receive directed at the sender takes the tagged message. */
 	CHECK_OK(fi_trecv(p->ep, d2, sizeof(d2), NULL, p->other, 7, 0, &c2));
-	CHECK_OK(wait_from(p, &e, &src, NULL));
+	CHECK_OK(peer_wait_from(p, &e, &src, NULL));
 	CHECK(e.op_context == &c2);
 	CHECK(e.flags == (FI_RECV | FI_TAGGED));
 	CHECK(e.tag == 7);
@@ -975,7 +927,7 @@ static int directed_target(struct peer *p)
 	CHECK_OK(fi_tsend(p->ep, m2, sizeof(m2), NULL, self, 7, &s2));
 	int got = 0;
 	for (int k = 0; k < 4; k++) {
-		CHECK_OK(wait_from(p, &e, &src, NULL));
+		CHECK_OK(peer_wait_from(p, &e, &src, NULL));
 		if (e.op_context == &s1 || e.op_context == &s2) {
 			CHECK(e.flags == (FI_SEND | (e.op_context == &s1 ? FI_MSG : FI_TAGGED)));
 			got |= e.op_context == &s1 ? 1 : 2;

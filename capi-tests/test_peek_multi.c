@@ -49,53 +49,6 @@ static ssize_t recvmsg_flags(struct peer *p, void *buf, size_t len, void *ctx, u
 	return fi_recvmsg(p->ep, &m, flags);
 }
 
-/* The next completion, as peer_wait, with its source address. */
-static int next(struct peer *p, struct fi_cq_tagged_entry *e, fi_addr_t *src,
-		struct fi_cq_err_entry *err)
-{
-	double end = peer_now() + 10;
-	while (peer_now() < end) {
-		ssize_t n = fi_cq_readfrom(p->cq, e, 1, src);
-		if (n == 1)
-			return 0;
-		if (n == -FI_EAVAIL) {
-			struct fi_cq_err_entry tmp;
-			if (!err)
-				err = &tmp;
-			memset(err, 0, sizeof(*err));
-			if (fi_cq_readerr(p->cq, err, 0) != 1)
-				return -FI_EOTHER;
-			return -FI_EAVAIL;
-		}
-		if (n != -FI_EAGAIN)
-			return (int)n;
-		sched_yield();
-	}
-	fprintf(stderr, "    no completion within 10 s\n");
-	return -FI_ETIMEDOUT;
-}
-
-/* 0 when no completion shows up for `ms` milliseconds. */
-static int stays_empty(struct peer *p, int ms)
-{
-	double end = peer_now() + ms / 1000.0;
-	while (peer_now() < end) {
-		struct fi_cq_tagged_entry e;
-		ssize_t n = fi_cq_read(p->cq, &e, 1);
-		if (n == 1) {
-			fprintf(stderr, "    unexpected completion: context %p flags 0x%llx len %zu\n",
-				e.op_context, (unsigned long long)e.flags, e.len);
-			return 1;
-		}
-		if (n != -FI_EAGAIN) {
-			fprintf(stderr, "    fi_cq_read returned %zd (%s)\n", n, test_errstr(n));
-			return 1;
-		}
-		sched_yield();
-	}
-	return 0;
-}
-
 /* A peek for `tag` must find nothing: one FI_ENOMSG error completion. */
 static int peek_finds_nothing(struct peer *p, uint64_t tag, uint64_t flags)
 {
@@ -103,7 +56,7 @@ static int peek_finds_nothing(struct peer *p, uint64_t tag, uint64_t flags)
 	CHECK_OK(trecvmsg(p, NULL, 0, tag, &ctx, FI_PEEK | flags));
 	struct fi_cq_tagged_entry e;
 	struct fi_cq_err_entry err;
-	CHECK_RC(next(p, &e, NULL, &err), -FI_EAVAIL);
+	CHECK_RC(peer_wait_from(p, &e, NULL, &err), -FI_EAVAIL);
 	CHECK(err.err == FI_ENOMSG);
 	CHECK(err.op_context == &ctx);
 	CHECK(err.flags == (FI_TAGGED | FI_RECV));
@@ -130,7 +83,7 @@ static int peek_target(struct peer *p)
 		for (int k = 0; k < 2; k++) {
 			memset(&e, 0, sizeof(e));
 			CHECK_OK(trecvmsg(p, NULL, 0, TAG + i, &ctx, FI_PEEK));
-			CHECK_OK(next(p, &e, &src, NULL));
+			CHECK_OK(peer_wait_from(p, &e, &src, NULL));
 			CHECK(e.op_context == &ctx);
 			CHECK(e.flags == (FI_TAGGED | FI_RECV | FI_REMOTE_CQ_DATA));
 			CHECK(e.len == peek_sizes[i]);
@@ -141,7 +94,7 @@ static int peek_target(struct peer *p)
 		/* Then received whole. */
 		memset(buf, 0, BIG);
 		CHECK_OK(fi_trecv(p->ep, buf, BIG, NULL, FI_ADDR_UNSPEC, TAG + i, 0, &ctx));
-		CHECK_OK(next(p, &e, &src, NULL));
+		CHECK_OK(peer_wait_from(p, &e, &src, NULL));
 		CHECK(e.flags == (FI_TAGGED | FI_RECV | FI_REMOTE_CQ_DATA));
 		CHECK(e.len == peek_sizes[i] && e.buf == buf);
 		rc = peer_check_fill(buf, peek_sizes[i], 60u + i);
@@ -151,7 +104,7 @@ static int peek_target(struct peer *p)
 	/* Peeks count no receive. */
 	CHECK(peer_cntr(p, C_RECV) == 3);
 	CHECK_OK(peek_finds_nothing(p, TAG, 0));
-	CHECK_OK(stays_empty(p, 50));
+	CHECK_OK(peer_cq_stays_empty(p, 50));
 	CHECK_OK(peer_sync(p));
 	return 0;
 }
@@ -205,7 +158,7 @@ static int claim_target(struct peer *p)
 	struct fi_context claim;
 	struct fi_cq_tagged_entry e;
 	CHECK_OK(trecvmsg(p, NULL, 0, TAG, &claim, FI_PEEK | FI_CLAIM));
-	CHECK_OK(next(p, &e, NULL, NULL));
+	CHECK_OK(peer_wait_from(p, &e, NULL, NULL));
 	CHECK(e.op_context == &claim && e.len == MID && e.tag == TAG);
 	/* A second claim through the same context is refused. */
 	CHECK_RC(trecvmsg(p, NULL, 0, TAG, &claim, FI_PEEK | FI_CLAIM), -FI_EBUSY);
@@ -215,17 +168,17 @@ static int claim_target(struct peer *p)
 	CHECK(buf);
 	struct fi_context ctx;
 	CHECK_OK(fi_trecv(p->ep, buf, MID, NULL, FI_ADDR_UNSPEC, TAG, 0, &ctx));
-	CHECK_OK(next(p, &e, NULL, NULL));
+	CHECK_OK(peer_wait_from(p, &e, NULL, NULL));
 	CHECK(e.op_context == &ctx && e.len == SMALL);
 	CHECK_OK(peer_check_fill(buf, SMALL, 71));
 	/* Only through its context. */
 	struct fi_context other;
 	CHECK_RC(trecvmsg(p, buf, MID, TAG, &other, FI_CLAIM), -FI_EINVAL);
 	CHECK_RC(trecvmsg(p, buf, MID, TAG, NULL, FI_CLAIM), -FI_EINVAL);
-	CHECK_OK(stays_empty(p, 20));
+	CHECK_OK(peer_cq_stays_empty(p, 20));
 	memset(buf, 0, MID);
 	CHECK_OK(trecvmsg(p, buf, MID, 0, &claim, FI_CLAIM));
-	CHECK_OK(next(p, &e, NULL, NULL));
+	CHECK_OK(peer_wait_from(p, &e, NULL, NULL));
 	CHECK(e.op_context == &claim && e.len == MID && e.buf == buf);
 	CHECK(e.flags == (FI_TAGGED | FI_RECV));
 	CHECK_OK(peer_check_fill(buf, MID, 70));
@@ -276,24 +229,24 @@ static int discard_target(struct peer *p)
 	/* Peek and discard a bulk and an inline message. */
 	for (unsigned i = 0; i < 2; i++) {
 		CHECK_OK(trecvmsg(p, NULL, 0, TAG + i, &ctx, FI_PEEK | FI_DISCARD));
-		CHECK_OK(next(p, &e, NULL, NULL));
+		CHECK_OK(peer_wait_from(p, &e, NULL, NULL));
 		CHECK(e.op_context == &ctx && e.tag == TAG + i);
 		CHECK(e.len == (i ? SMALL : MID));
 		CHECK_OK(peek_finds_nothing(p, TAG + i, 0));
 	}
 	/* Claim, then discard the claim. */
 	CHECK_OK(trecvmsg(p, NULL, 0, TAG + 2, &ctx, FI_PEEK | FI_CLAIM));
-	CHECK_OK(next(p, &e, NULL, NULL));
+	CHECK_OK(peer_wait_from(p, &e, NULL, NULL));
 	CHECK(e.len == MID);
 	CHECK_OK(trecvmsg(p, NULL, 0, 0, &ctx, FI_CLAIM | FI_DISCARD));
-	CHECK_OK(next(p, &e, NULL, NULL));
+	CHECK_OK(peer_wait_from(p, &e, NULL, NULL));
 	CHECK(e.op_context == &ctx && e.tag == TAG + 2 && e.len == 0);
 	CHECK(e.flags == (FI_TAGGED | FI_RECV));
 	CHECK_OK(peek_finds_nothing(p, TAG + 2, 0));
 	/* The last one is still there and whole. */
 	unsigned char buf[SMALL];
 	CHECK_OK(fi_trecv(p->ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, TAG + 3, 0, &ctx));
-	CHECK_OK(next(p, &e, NULL, NULL));
+	CHECK_OK(peer_wait_from(p, &e, NULL, NULL));
 	CHECK(e.len == SMALL);
 	CHECK_OK(peer_check_fill(buf, SMALL, 83));
 	CHECK_OK(peer_sync(p));
@@ -359,11 +312,11 @@ static int peek_bad_target(struct peer *p)
 	CHECK_RC(recvmsg_flags(p, buf, sizeof(buf), &ctx, FI_CLAIM), -FI_EOPNOTSUPP);
 	CHECK_RC(recvmsg_flags(p, buf, sizeof(buf), &ctx, FI_MULTI_RECV | FI_PEEK),
 		 -FI_EINVAL);
-	CHECK_OK(stays_empty(p, 20));
+	CHECK_OK(peer_cq_stays_empty(p, 20));
 	/* The message is still there. */
 	CHECK_OK(fi_trecv(p->ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, TAG, 0, &ctx));
 	struct fi_cq_tagged_entry e;
-	CHECK_OK(next(p, &e, NULL, NULL));
+	CHECK_OK(peer_wait_from(p, &e, NULL, NULL));
 	CHECK(e.len == SMALL);
 	CHECK_OK(peer_check_fill(buf, SMALL, 90));
 	CHECK_OK(peer_sync(p));
@@ -418,7 +371,7 @@ static int stream_target(struct peer *p)
 	while (msgs < NSTREAM && !rc) {
 		struct fi_cq_tagged_entry e;
 		fi_addr_t src;
-		rc = next(p, &e, &src, NULL);
+		rc = peer_wait_from(p, &e, &src, NULL);
 		if (rc)
 			break;
 		rc = 1;
@@ -458,7 +411,7 @@ static int stream_target(struct peer *p)
 	for (int i = 0; i < 2; i++) {
 		struct fi_cq_tagged_entry e;
 		struct fi_cq_err_entry err;
-		CHECK_RC(next(p, &e, NULL, &err), -FI_EAVAIL);
+		CHECK_RC(peer_wait_from(p, &e, NULL, &err), -FI_EAVAIL);
 		CHECK(err.err == FI_ECANCELED);
 		CHECK(err.flags == (FI_MSG | FI_RECV | FI_MULTI_RECV));
 	}
@@ -510,28 +463,28 @@ static int unexp_target(struct peer *p)
 	struct fi_context ctx, ctx2;
 	CHECK_OK(recvmsg_flags(p, buf, room, &ctx, FI_MULTI_RECV));
 	struct fi_cq_tagged_entry e;
-	CHECK_OK(next(p, &e, NULL, NULL));
+	CHECK_OK(peer_wait_from(p, &e, NULL, NULL));
 	CHECK(e.op_context == &ctx && e.len == SMALL && e.buf == buf);
 	CHECK(e.flags == (FI_MSG | FI_RECV));
 	CHECK_OK(peer_check_fill(buf, SMALL, 0));
-	CHECK_OK(next(p, &e, NULL, NULL));
+	CHECK_OK(peer_wait_from(p, &e, NULL, NULL));
 	CHECK(e.op_context == &ctx && e.len == MID && e.buf == buf + SMALL);
 	CHECK(e.flags == (FI_MSG | FI_RECV | FI_MULTI_RECV));
 	CHECK_OK(peer_check_fill(buf + SMALL, MID, 1));
-	CHECK_OK(stays_empty(p, 20));
+	CHECK_OK(peer_cq_stays_empty(p, 20));
 	/* The minimum is read when a buffer is posted: with 1, the byte left
 	 * after the third message keeps the next buffer. */
 	min = 1;
 	CHECK_OK(fi_setopt(&p->ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min,
 			   sizeof(min)));
 	CHECK_OK(recvmsg_flags(p, more, BIG, &ctx2, FI_MULTI_RECV));
-	CHECK_OK(next(p, &e, NULL, NULL));
+	CHECK_OK(peer_wait_from(p, &e, NULL, NULL));
 	CHECK(e.op_context == &ctx2 && e.len == BIG - 1 && e.buf == more);
 	CHECK(e.flags == (FI_MSG | FI_RECV));
 	CHECK_OK(peer_check_fill(more, BIG - 1, 2));
-	CHECK_OK(stays_empty(p, 20));
+	CHECK_OK(peer_cq_stays_empty(p, 20));
 	CHECK_OK(peer_sync(p)); /* a fourth, of 1 byte */
-	CHECK_OK(next(p, &e, NULL, NULL));
+	CHECK_OK(peer_wait_from(p, &e, NULL, NULL));
 	CHECK(e.op_context == &ctx2 && e.len == 1 && e.buf == more + BIG - 1);
 	CHECK(e.flags == (FI_MSG | FI_RECV | FI_MULTI_RECV));
 	free(buf);
@@ -588,13 +541,13 @@ static int release_target(struct peer *p)
 	CHECK_OK(fi_recv(p->ep, plain, sizeof(plain), NULL, FI_ADDR_UNSPEC, &cp));
 	CHECK_OK(peer_sync(p)); /* posted: two of SMALL bytes */
 	struct fi_cq_tagged_entry e;
-	CHECK_OK(next(p, &e, NULL, NULL));
+	CHECK_OK(peer_wait_from(p, &e, NULL, NULL));
 	CHECK(e.op_context == &cm && e.len == SMALL && e.flags == (FI_MSG | FI_RECV));
 	/* 50 bytes left, >= 16 but too few for the second: the buffer is
 	 * released on its own and the message goes to the next receive. */
-	CHECK_OK(next(p, &e, NULL, NULL));
+	CHECK_OK(peer_wait_from(p, &e, NULL, NULL));
 	CHECK(e.op_context == &cm && e.flags == FI_MULTI_RECV && e.len == 0);
-	CHECK_OK(next(p, &e, NULL, NULL));
+	CHECK_OK(peer_wait_from(p, &e, NULL, NULL));
 	CHECK(e.op_context == &cp && e.len == SMALL && e.flags == (FI_MSG | FI_RECV));
 	CHECK_OK(peer_check_fill(multi, SMALL, 0));
 	CHECK_OK(peer_check_fill(plain, SMALL, 1));
@@ -602,19 +555,19 @@ static int release_target(struct peer *p)
 	CHECK_OK(recvmsg_flags(p, cancelled, sizeof(cancelled), &cc, FI_MULTI_RECV));
 	CHECK_OK(fi_cancel(&p->ep->fid, &cc));
 	struct fi_cq_err_entry err;
-	CHECK_RC(next(p, &e, NULL, &err), -FI_EAVAIL);
+	CHECK_RC(peer_wait_from(p, &e, NULL, &err), -FI_EAVAIL);
 	CHECK(err.op_context == &cc && err.err == FI_ECANCELED);
 	CHECK(err.flags == (FI_MSG | FI_RECV | FI_MULTI_RECV));
 	CHECK_OK(fi_cancel(&p->ep->fid, &cc)); /* again: nothing to cancel */
 	/* A fresh buffer smaller than the message truncates it. */
 	CHECK_OK(recvmsg_flags(p, trunc, sizeof(trunc), &ct, FI_MULTI_RECV));
 	CHECK_OK(peer_sync(p)); /* posted: a third of SMALL bytes */
-	CHECK_RC(next(p, &e, NULL, &err), -FI_EAVAIL);
+	CHECK_RC(peer_wait_from(p, &e, NULL, &err), -FI_EAVAIL);
 	CHECK(err.op_context == &ct && err.err == FI_ETRUNC);
 	CHECK(err.len == sizeof(trunc) && err.olen == SMALL - sizeof(trunc));
 	CHECK(err.flags == (FI_MSG | FI_RECV | FI_MULTI_RECV));
 	CHECK_OK(peer_check_fill(trunc, sizeof(trunc), 2));
-	CHECK_OK(stays_empty(p, 20));
+	CHECK_OK(peer_cq_stays_empty(p, 20));
 	/* An empty buffer is refused. */
 	CHECK_RC(recvmsg_flags(p, trunc, 0, &ct, FI_MULTI_RECV), -FI_EINVAL);
 	CHECK_OK(peer_sync(p));
