@@ -1083,11 +1083,24 @@ mod tests {
                 insertsvc(avp, null(), null(), &mut h, 0, null_mut()),
                 EINVAL
             );
+            // This host without a service names no endpoint.
             assert_eq!(
-                insertsvc(avp, c"host".as_ptr(), null(), &mut h, 0, null_mut()),
+                insertsvc(avp, c"localhost".as_ptr(), null(), &mut h, 0, null_mut()),
                 0
             );
             assert_eq!(h, FI_ADDR_NOTAVAIL);
+            // Another host is refused outright.
+            assert_eq!(
+                insertsvc(
+                    avp,
+                    c"host.invalid".as_ptr(),
+                    c"1".as_ptr(),
+                    &mut h,
+                    0,
+                    null_mut()
+                ),
+                EINVAL
+            );
             assert_eq!(
                 insertsym(avp, null(), 1, null(), 1, null_mut(), 0, null_mut()),
                 -libc::ENOSYS
