@@ -183,9 +183,13 @@ stress: deps lib
 test-stress-smoke: deps lib
 	BUILD=$(BUILD) bash capi-tests/stress.sh 5
 
-# Registration against Debian's libfabric shm in the same run (C), then the
-# engine's verification path (criterion).
+# fabtests' benchmark programs on oxshm and on upstream 2.1.0's shm (built
+# from its release source under build/up21; UPSTREAM_PREFIX adds a newer
+# install), then registration against Debian's libfabric shm in the same
+# run (C), RMA with the machine's ceilings, and the engine's verification
+# path (criterion).
 bench: lib deps
+	BUILD=$(BUILD) bash bench/fabtests_bench.sh
 	BUILD=$(BUILD) bash bench/run.sh
 	BUILD=$(BUILD) bash bench/rma_run.sh
 	$(CARGO) bench --bench verify

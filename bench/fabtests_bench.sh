@@ -1,0 +1,204 @@
+#!/usr/bin/env bash
+# The field's own benchmarks, oxshm against upstream's shm: fabtests'
+# benchmark programs from upstream's 2.1.0 release, built once against
+# upstream 2.1.0 (shm provider only, from its release source, under
+# build/up21), so that the very same binaries run on both libraries.
+#
+# - Each round runs every benchmark on each library in turn (the order
+#   alternates from round to round); the table gives the median of the
+#   rounds and the ratio oxshm / upstream, with PASS/MISS against the
+#   project's targets: bandwidth and message rate at least 1.0x upstream at
+#   every size, at least 1.3x from 64 KiB; latency at 8-64 bytes at most
+#   0.8x upstream's. Other cells are reported without a target.
+# - UPSTREAM_PREFIX=<install prefix of a newer upstream release> adds a
+#   third column measured the same way (the 2.1.0-built binaries run on it:
+#   a newer library keeps the older symbol versions).
+# Usage: bench/fabtests_bench.sh   (ROUNDS=3, SIZES="8 64 ...", BENCHES="...")
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD=${BUILD:-build}
+UP=$PWD/$BUILD/up21
+OURS=$PWD/$BUILD/bench-prefix
+ROUNDS=${ROUNDS:-3}
+SIZES=${SIZES:-8 64 512 4096 16384 65536 262144 1048576 4194304}
+OUT=$PWD/$BUILD/bench
+mkdir -p "$OUT"
+
+# ------------------------------------------------------------ builds ----
+
+for t in autoconf automake libtoolize; do
+	command -v $t >/dev/null || { apt-get update -qq &&
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq autoconf automake libtool >/dev/null; break; }
+done
+src=$(bash ../shared/tools/upstream-libfabric.sh --source "$BUILD/upstream" | tail -1)
+if [ ! -f "$UP/inst/.done" ]; then
+	echo "fabtests_bench: building upstream 2.1.0 (shm only) into $UP/inst"
+	rm -rf "$UP/src" "$UP/inst"
+	mkdir -p "$UP"
+	cp -r "$src" "$UP/src"
+	(cd "$UP/src" && ./autogen.sh && ./configure --prefix="$UP/inst" --enable-only \
+		--enable-shm=yes --disable-static && make -j"$(nproc)" && make install) \
+		>"$UP/build.log" 2>&1 || { tail -20 "$UP/build.log"; exit 1; }
+	touch "$UP/inst/.done"
+fi
+if [ ! -f "$UP/ft/.done" ]; then
+	echo "fabtests_bench: building fabtests 2.1.0 against it into $UP/ft"
+	rm -rf "$UP/ftsrc" "$UP/ft"
+	cp -r "$src/fabtests" "$UP/ftsrc"
+	(cd "$UP/ftsrc" && ./autogen.sh && ./configure --prefix="$UP/ft" \
+		--with-libfabric="$UP/inst" && make -j"$(nproc)" && make install) \
+		>"$UP/ft-build.log" 2>&1 || { tail -20 "$UP/ft-build.log"; exit 1; }
+	touch "$UP/ft/.done"
+fi
+make -s install PREFIX="$OURS" >/dev/null 2>&1
+
+# The binaries run under other names: upstream's runner, wherever it runs
+# on this machine, kills every process whose name starts with fi_.
+BIN=$OUT/bin
+mkdir -p "$BIN"
+for p in "$UP"/ft/bin/fi_*; do ln -sf "$p" "$BIN/x${p##*/fi_}"; done
+
+# ----------------------------------------------------------- what runs ----
+
+# name | program and options | metric (bw: MB/s, higher is better; lat: us)
+BENCHES=${BENCHES:-"rma_write rma_read rma_writedata rdm_tagged_bw rdm_bw rdm_tagged_pingpong rdm_pingpong rma_pingpong atomic_sum"}
+cmd_of() {
+	case $1 in
+	rma_write) echo "rma_bw -e rdm -o write -S all" ;;
+	rma_read) echo "rma_bw -e rdm -o read -S all" ;;
+	rma_writedata) echo "rma_bw -e rdm -o writedata -S all" ;;
+	rdm_tagged_bw) echo "rdm_tagged_bw -S all" ;;
+	rdm_bw) echo "rdm_bw -S all" ;;
+	rdm_tagged_pingpong) echo "rdm_tagged_pingpong -S all" ;;
+	rdm_pingpong) echo "rdm_pingpong -S all" ;;
+	rma_pingpong) echo "rma_pingpong -e rdm -o write -S all" ;;
+	atomic_sum) echo "rdm_atomic -o sum -z uint64 -I 20000" ;;
+	esac
+}
+metric_of() {
+	case $1 in *pingpong | atomic_*) echo lat ;; *) echo bw ;; esac
+}
+
+# fabtests prints sizes as 8, 64, 4k, 1m: the label of a byte count.
+label() {
+	local n=$1
+	if [ $((n % 1048576)) -eq 0 ]; then echo "$((n / 1048576))m"
+	elif [ $((n % 1024)) -eq 0 ]; then echo "$((n / 1024))k"
+	else echo "$n"; fi
+}
+
+# run LIBDIR PROV BENCH ROUND: one server and one client; appends
+# "bench lib round size value" lines to $OUT/raw.tsv.
+port=$((9600 + RANDOM % 300))
+run() {
+	local libdir=$1 prov=$2 lib=$3 b=$4 round=$5
+	read -r -a c <<<"$(cmd_of "$b")"
+	local prog=$BIN/x${c[0]} args=("${c[@]:1}") log=$OUT/$b.$lib.$round
+	port=$((port + 1))
+	LD_LIBRARY_PATH=$libdir timeout 300 "$prog" -p "$prov" "${args[@]}" -B $port \
+		-s 127.0.0.1 >"$log.server" 2>&1 &
+	local s=$!
+	sleep 0.5
+	local rc=0
+	LD_LIBRARY_PATH=$libdir timeout 300 "$prog" -p "$prov" "${args[@]}" -P $port \
+		-s 127.0.0.1 127.0.0.1 >"$log.client" 2>&1 || rc=$?
+	wait $s || rc=$?
+	if [ $rc -ne 0 ]; then
+		echo "fabtests_bench: $b on $lib failed (rc $rc); see $log.*" >&2
+		return 0
+	fi
+	if [ "$(metric_of "$b")" = lat ] && [ "${b#atomic_}" != "$b" ]; then
+		# name bytes iters total time MB/sec usec/xfer Mxfers/sec
+		awk -v b="$b" -v l="$lib" -v r="$round" '$2 ~ /^[0-9]+$/ && NR > 1 { print b "\t" l "\t" r "\t" $2 "\t" $7 }' \
+			"$log.client" >>"$OUT/raw.tsv"
+		return 0
+	fi
+	local col=5
+	[ "$(metric_of "$b")" = lat ] && col=6
+	for n in $SIZES; do
+		awk -v b="$b" -v l="$lib" -v r="$round" -v s="$(label "$n")" -v n="$n" -v c=$col \
+			'$1 == s { print b "\t" l "\t" r "\t" n "\t" $c; exit }' "$log.client" >>"$OUT/raw.tsv"
+	done
+}
+
+libs=("upstream-2.1.0|$UP/inst/lib|shm" "oxshm|$OURS/lib|oxshm")
+if [ -n "${UPSTREAM_PREFIX:-}" ]; then
+	v=$(LD_LIBRARY_PATH=$UPSTREAM_PREFIX/lib "$UPSTREAM_PREFIX/bin/fi_info" --version 2>/dev/null |
+		sed -n 's/^libfabric: //p' | head -1)
+	libs+=("upstream-${v:-new}|$UPSTREAM_PREFIX/lib|shm")
+fi
+
+: >"$OUT/raw.tsv"
+for ((r = 1; r <= ROUNDS; r++)); do
+	order=("${libs[@]}")
+	if [ $((r % 2)) -eq 0 ]; then
+		order=(); for ((i = ${#libs[@]} - 1; i >= 0; i--)); do order+=("${libs[$i]}"); done
+	fi
+	for b in $BENCHES; do
+		for l in "${order[@]}"; do
+			IFS='|' read -r name dir prov <<<"$l"
+			run "$dir" "$prov" "$name" "$b" "$r"
+		done
+	done
+	echo "fabtests_bench: round $r of $ROUNDS done"
+done
+
+# ------------------------------------------------------------ the table ----
+
+names=()
+for l in "${libs[@]}"; do names+=("${l%%|*}"); done
+python3 - "$OUT/raw.tsv" "${names[@]}" <<'EOF' | tee "$OUT/fabtests.md"
+import sys, statistics, collections
+raw, libs = sys.argv[1], sys.argv[2:]
+vals = collections.defaultdict(list)
+order = []
+for line in open(raw):
+    b, lib, r, size, v = line.split("\t")
+    key = (b, int(size))
+    if key not in order:
+        order.append(key)
+    vals[(b, int(size), lib)].append(float(v))
+
+def fmt_size(n):
+    if n % 1048576 == 0: return f"{n // 1048576} MiB"
+    if n % 1024 == 0: return f"{n // 1024} KiB"
+    return f"{n} B"
+
+up, ox = libs[0], libs[1]
+extra = libs[2:]
+head = ["benchmark", "size", f"{up}", "oxshm", "ratio", "target", "verdict"]
+for e in extra:
+    head += [e, f"oxshm / {e}"]
+print("| " + " | ".join(head) + " |")
+print("|" + "---|" * len(head))
+passed = missed = 0
+for b, n in order:
+    lat = b.endswith("pingpong") or b.startswith("atomic_")
+    med = {l: statistics.median(vals[(b, n, l)]) for l in libs if vals[(b, n, l)]}
+    if up not in med or ox not in med:
+        print(f"| {b} | {fmt_size(n)} | " + " | ".join(f"{med.get(l, float('nan')):.2f}" for l in (up, ox)) + " | - | - | no data |")
+        missed += 1
+        continue
+    ratio = med[ox] / med[up] if med[up] else float("nan")
+    if lat:
+        target = "<= 0.80x" if 8 <= n <= 64 and b.endswith("pingpong") else ""
+        ok = ratio <= 0.80 if target else None
+    else:
+        target = ">= 1.30x" if n >= 65536 else ">= 1.00x"
+        ok = ratio >= (1.30 if n >= 65536 else 1.00)
+    verdict = "" if ok is None else ("PASS" if ok else "MISS")
+    passed += ok is True
+    missed += ok is False
+    unit = "us" if lat else "MB/s"
+    row = [b, fmt_size(n), f"{med[up]:.2f} {unit}", f"{med[ox]:.2f} {unit}", f"{ratio:.2f}x", target, verdict]
+    for e in extra:
+        if e in med:
+            row += [f"{med[e]:.2f} {unit}", f"{med[ox] / med[e]:.2f}x"]
+        else:
+            row += ["-", "-"]
+    print("| " + " | ".join(row) + " |")
+print()
+print(f"fabtests_bench: {passed} targets met, {missed} missed (medians of rounds; "
+      f"bandwidth in MB/s = 1e6 bytes/s, latency in us per transfer, as fabtests prints them)")
+EOF
