@@ -32,6 +32,15 @@ pub trait Pinner: Send + Sync {
     /// Releases a pinning. `release` lists the parts of its range that no
     /// other pinning covers: only those may be unlocked or unsubscribed.
     fn unpin(&self, start: u64, len: u64, pin: Self::Pin, release: &[(u64, u64)]);
+    /// Brings the backend's view of memory up to date before a lookup (a
+    /// monitor applies the changes it was told of). Runs without the
+    /// cache's lock.
+    fn sync(&self) {}
+    /// Whether a pinning may be served again after this use (false when no
+    /// monitor watches its range: it is then used once and released).
+    fn cacheable(&self, _pin: &Self::Pin) -> bool {
+        true
+    }
 }
 
 /// Limits of the cache (FI_MR_CACHE_MAX_COUNT, FI_MR_CACHE_MAX_SIZE).
@@ -151,6 +160,9 @@ impl<B: Pinner> Cache<B> {
     /// if `write`: a cached one when the cache has one, else a new one.
     /// Returns the pinning and whether it was a hit.
     pub fn acquire(&self, start: u64, len: u64, write: bool) -> Result<(PinId, bool)> {
+        if self.limits.enabled() {
+            self.backend.sync();
+        }
         let mut g = self.lock();
         let end = start.saturating_add(len);
         if self.limits.enabled() {
@@ -172,6 +184,7 @@ impl<B: Pinner> Cache<B> {
         g.next_id += 1;
         g.max_len = g.max_len.max(len);
         g.by_start.insert((start, id), ());
+        let stale = !self.backend.cacheable(&pin);
         g.entries.insert(
             id,
             Entry {
@@ -179,7 +192,7 @@ impl<B: Pinner> Cache<B> {
                 len,
                 write,
                 users: 1,
-                stale: false,
+                stale,
                 tick: None,
                 pin,
             },
