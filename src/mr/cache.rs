@@ -41,6 +41,11 @@ pub trait Pinner: Send + Sync {
     fn cacheable(&self, _pin: &Self::Pin) -> bool {
         true
     }
+    /// Whether a cached pinning may be served now (asked before each hit;
+    /// false invalidates it).
+    fn still_valid(&self, _start: u64, _len: u64, _pin: &Self::Pin) -> bool {
+        true
+    }
 }
 
 /// Limits of the cache (FI_MR_CACHE_MAX_COUNT, FI_MR_CACHE_MAX_SIZE).
@@ -166,7 +171,22 @@ impl<B: Pinner> Cache<B> {
         let mut g = self.lock();
         let end = start.saturating_add(len);
         if self.limits.enabled() {
-            if let Some(id) = g.find(start, end, write) {
+            let mut found = g.find(start, end, write);
+            while let Some(id) = found {
+                let e = &g.entries[&id];
+                if self.backend.still_valid(e.start, e.len, &e.pin) {
+                    break;
+                }
+                let unused = e.users == 0;
+                g.stats.invalidations += 1;
+                if unused {
+                    self.remove(&mut g, id);
+                } else {
+                    g.entries.get_mut(&id).expect("entry").stale = true;
+                }
+                found = g.find(start, end, write);
+            }
+            if let Some(id) = found {
                 let e = g.entries.get_mut(&id).expect("indexed entry");
                 e.users += 1;
                 let (tick, bytes) = (e.tick.take(), e.len);

@@ -17,6 +17,7 @@ pub mod mem;
 pub mod memhooks;
 pub mod monitor;
 pub mod mr;
+pub mod mr_cache;
 pub mod object;
 pub mod ops;
 pub mod pin;

@@ -55,6 +55,8 @@ impl Kind {
 
 /// Subscribe/unsubscribe calls of a monitor imported by the application.
 pub trait Imported: Send + Sync {
+    fn start(&self) -> Result<()>;
+    fn stop(&self);
     fn subscribe(&self, start: u64, len: u64) -> Result<()>;
     fn unsubscribe(&self, start: u64, len: u64);
     /// Whether the monitor still vouches for the range (its `valid` op).
@@ -106,10 +108,44 @@ pub fn import(m: Arc<dyn Imported>) -> Result<()> {
     Ok(())
 }
 
-/// Drops the imported monitor (its fid closes); caching stops, as nothing
-/// watches memory any more.
-pub fn unimport() {
-    *IMPORTED.lock().unwrap_or_else(|e| e.into_inner()) = None;
+/// Pinned-mode domains open now, and whether an imported monitor runs.
+static USERS: Mutex<(usize, bool)> = Mutex::new((0, false));
+
+/// A pinned-mode domain with a cache opens: the first starts an imported
+/// monitor. Returns false when that monitor refuses to start (no caching).
+pub fn domain_opened() -> bool {
+    let mut u = USERS.lock().unwrap_or_else(|e| e.into_inner());
+    u.0 += 1;
+    if kind() == Kind::Imported && !u.1 {
+        match imported().map(|m| m.start()) {
+            Some(Ok(())) => u.1 = true,
+            Some(Err(e)) => {
+                crate::ox_log!(
+                    Warn,
+                    Mr,
+                    super::NAME,
+                    "the imported memory monitor did not start ({e}): registrations are not cached"
+                );
+                u.0 -= 1;
+                return false;
+            }
+            None => {}
+        }
+    }
+    true
+}
+
+/// A domain counted by [`domain_opened`] closes: the last stops an
+/// imported monitor.
+pub fn domain_closed() {
+    let mut u = USERS.lock().unwrap_or_else(|e| e.into_inner());
+    u.0 = u.0.saturating_sub(1);
+    if u.0 == 0 && u.1 {
+        u.1 = false;
+        if let Some(m) = imported() {
+            m.stop();
+        }
+    }
 }
 
 fn imported() -> Option<Arc<dyn Imported>> {

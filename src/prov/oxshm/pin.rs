@@ -194,6 +194,10 @@ impl Pinner for Backend {
     fn cacheable(&self, pin: &Pinning) -> bool {
         pin.watched
     }
+
+    fn still_valid(&self, start: u64, len: u64, _pin: &Pinning) -> bool {
+        monitor::valid(start, len)
+    }
 }
 
 impl monitor::Invalidate for Cache<Backend> {
@@ -255,7 +259,8 @@ impl DomainPins {
             return None;
         }
         let mut limits = limits();
-        if limits.enabled() && monitor::kind() == monitor::Kind::None {
+        if limits.enabled() && (monitor::kind() == monitor::Kind::None || !monitor::domain_opened())
+        {
             limits.max_count = 0;
         }
         let cache = Arc::new(Cache::new(
@@ -358,7 +363,16 @@ impl DomainPins {
         true
     }
 
+    /// FI_OXSHM_PIN=check: whether an access to `pieces` of MR `key` would
+    /// touch pages that no longer have the frames recorded at registration.
+    pub fn stale(&self, key: u64, pieces: &[(u64, u64)]) -> bool {
+        self.mode == Mode::Check && pieces.iter().any(|&(a, l)| !self.frames_match(key, a, l))
+    }
+
     pub fn close(&self) {
         self.cache.flush();
+        if self.cache.limits().enabled() {
+            monitor::domain_closed();
+        }
     }
 }
