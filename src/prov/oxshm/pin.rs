@@ -79,8 +79,8 @@ fn memlock_limit() -> u64 {
 }
 
 /// The page frames of `[start, start + len)` (page-aligned) as
-/// /proc/self/pagemap shows them; None where it hides them (no
-/// CAP_SYS_ADMIN), said once in the log.
+/// /proc/self/pagemap shows them, 0 for a page not present; None where it
+/// hides them (no CAP_SYS_ADMIN), said once in the log.
 pub fn frames(start: u64, len: u64) -> Option<Vec<u64>> {
     static FD: OnceLock<Option<std::fs::File>> = OnceLock::new();
     static HIDDEN: AtomicBool = AtomicBool::new(false);
@@ -92,18 +92,23 @@ pub fn frames(start: u64, len: u64) -> Option<Vec<u64>> {
     let mut raw = vec![0u8; n * 8];
     use std::os::unix::fs::FileExt;
     f.read_exact_at(&mut raw, start / p * 8).ok()?;
+    let mut hidden = false;
+    // 0: no page present.
     let pfns: Vec<u64> = raw
         .chunks_exact(8)
         .map(|c| {
             let e = u64::from_ne_bytes(c.try_into().expect("8 bytes"));
-            if e & (1 << 63) != 0 {
-                e & ((1 << 55) - 1)
-            } else {
+            let pfn = e & ((1 << 55) - 1);
+            if e & (1 << 63) == 0 {
                 0
+            } else {
+                // A present page without its frame: pagemap hides frames.
+                hidden |= pfn == 0;
+                pfn
             }
         })
         .collect();
-    if pfns.iter().all(|&f| f == 0) {
+    if hidden {
         if !HIDDEN.swap(true, Ordering::Relaxed) {
             crate::ox_log!(
                 Warn,
@@ -154,8 +159,9 @@ impl Pinner for Backend {
         }
         // Subscribed before pinning: a change after this point is reported.
         let watched = self.caching && monitor::subscribe(start, len).is_ok();
-        // SAFETY: mlock only reads the address range.
-        if unsafe { libc::mlock(start as *const libc::c_void, len as usize) } != 0 {
+        // The system call itself: sanitizers replace mlock(3) with a no-op.
+        // SAFETY: mlock only changes the lock state of the range.
+        if unsafe { libc::syscall(libc::SYS_mlock, start, len) } != 0 {
             let e = std::io::Error::last_os_error();
             PINNED.fetch_sub(len, Ordering::Relaxed);
             if watched {
@@ -183,7 +189,7 @@ impl Pinner for Backend {
         for &(s, l) in release {
             // SAFETY: munlock only changes the lock state of the range; one
             // already unmapped fails harmlessly.
-            unsafe { libc::munlock(s as *const libc::c_void, l as usize) };
+            unsafe { libc::syscall(libc::SYS_munlock, s, l) };
             if pin.watched {
                 monitor::unsubscribe(s, l);
             }
