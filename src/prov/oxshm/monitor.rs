@@ -290,6 +290,10 @@ mod uffd {
     const UFFDIO_UNREGISTER: u64 = ior(0x01, 16);
 
     static FD: OnceLock<RawFd> = OnceLock::new();
+    /// Wakes the thread to end it (at exit).
+    static WAKE: OnceLock<RawFd> = OnceLock::new();
+    static THREAD: Mutex<Option<libc::pthread_t>> = Mutex::new(None);
+    static STOPPED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     /// Held while reading and applying events, so that a drain returns only
     /// after every event read so far has been applied.
     static EVENTS: Mutex<()> = Mutex::new(());
@@ -332,29 +336,92 @@ mod uffd {
             unsafe { libc::close(fd) };
             return Err(Error::NOSYS);
         }
+        // SAFETY: eventfd takes an initial value and flags.
+        let wake = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+        if wake < 0 {
+            // SAFETY: our descriptor.
+            unsafe { libc::close(fd) };
+            return Err(Error::last_os());
+        }
         let _ = FD.set(fd);
-        std::thread::Builder::new()
-            .name("oxshm-uffd".into())
-            .spawn(move || loop {
-                let mut p = libc::pollfd {
+        let _ = WAKE.set(wake);
+        // A plain pthread, not a std thread: it keeps no Rust thread-local
+        // state, which sanitizers' dynamic-TLS tracking trips over when such
+        // a thread exits at process exit.
+        // SAFETY: zeroed is a valid pthread_t placeholder, written by
+        // pthread_create; the thread function takes no argument.
+        let mut t: libc::pthread_t = unsafe { std::mem::zeroed() };
+        let rc =
+            unsafe { libc::pthread_create(&mut t, std::ptr::null(), reader, std::ptr::null_mut()) };
+        if rc != 0 {
+            return Err(Error::AGAIN);
+        }
+        *THREAD.lock().unwrap_or_else(|e| e.into_inner()) = Some(t);
+        // SAFETY: registering a function with no preconditions.
+        unsafe { libc::atexit(stop) };
+        Ok(())
+    }
+
+    extern "C" fn reader(_: *mut libc::c_void) -> *mut libc::c_void {
+        let (Some(&fd), Some(&wake)) = (FD.get(), WAKE.get()) else {
+            return std::ptr::null_mut();
+        };
+        loop {
+            let mut p = [
+                libc::pollfd {
                     fd,
                     events: libc::POLLIN,
                     revents: 0,
-                };
-                // SAFETY: one pollfd.
-                let n = unsafe { libc::poll(&mut p, 1, -1) };
-                if n > 0 {
-                    drain();
+                },
+                libc::pollfd {
+                    fd: wake,
+                    events: libc::POLLIN,
+                    revents: 0,
+                },
+            ];
+            // SAFETY: two pollfds.
+            let n = unsafe { libc::poll(p.as_mut_ptr(), 2, -1) };
+            if n > 0 {
+                if p[1].revents != 0 {
+                    return std::ptr::null_mut();
                 }
-            })
-            .map_err(|_| Error::AGAIN)?;
-        Ok(())
+                drain();
+            }
+        }
+    }
+
+    /// At exit: ends the thread (tools that inspect the process at exit,
+    /// such as LeakSanitizer, then find none), and closes the descriptor,
+    /// which drops every registration, so that no later unmap waits for a
+    /// reader.
+    extern "C" fn stop() {
+        let (Some(&fd), Some(&wake)) = (FD.get(), WAKE.get()) else {
+            return;
+        };
+        let _g = EVENTS.lock().unwrap_or_else(|e| e.into_inner());
+        STOPPED.store(true, std::sync::atomic::Ordering::SeqCst);
+        let one = 1u64;
+        // SAFETY: an 8-byte write to our eventfd.
+        unsafe { libc::write(wake, &one as *const u64 as *const libc::c_void, 8) };
+        drop(_g);
+        if let Some(t) = THREAD.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            // SAFETY: our thread, joined once.
+            unsafe { libc::pthread_join(t, std::ptr::null_mut()) };
+        }
+        // SAFETY: our descriptors; nothing uses them once STOPPED is set.
+        unsafe {
+            libc::close(fd);
+            libc::close(wake);
+        }
     }
 
     /// Reads and applies every pending event.
     pub fn drain() {
         let Some(&fd) = FD.get() else { return };
         let _g = EVENTS.lock().unwrap_or_else(|e| e.into_inner());
+        if STOPPED.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
         let mut buf = [0u64; 4 * 16];
         loop {
             // SAFETY: reading whole uffd_msg records (32 bytes) into buf.
@@ -379,6 +446,11 @@ mod uffd {
         let Some(&fd) = FD.get() else {
             return Err(Error::NOSYS);
         };
+        // No EVENTS lock here: this runs under a cache's lock, which the
+        // event path takes inside EVENTS.
+        if STOPPED.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(Error::NOSYS);
+        }
         let mut reg = [start, len, MODE_WP, 0];
         // SAFETY: UFFDIO_REGISTER reads and writes a struct uffdio_register.
         if unsafe { libc::ioctl(fd, UFFDIO_REGISTER as _, reg.as_mut_ptr()) } != 0 {
@@ -396,6 +468,9 @@ mod uffd {
 
     pub fn unregister(start: u64, len: u64) {
         let Some(&fd) = FD.get() else { return };
+        if STOPPED.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
         let mut r = [start, len];
         // SAFETY: UFFDIO_UNREGISTER reads a struct uffdio_range. A range
         // already unmapped fails harmlessly.
