@@ -9,8 +9,9 @@
 //!   userfaultfd in write-protect mode, which asks for no fault handling;
 //!   the kernel then reports unmap (munmap, brk/sbrk shrink, mremap's
 //!   source), remove (madvise that drops pages) and remap events. A thread
-//!   reads them; a registration drains pending events before it looks the
-//!   cache up, so an event the kernel has delivered is always applied first.
+//!   reads and applies them; a lookup first waits for the events read so
+//!   far to be applied, so a change made by a call that has returned is
+//!   never missed.
 //! - `memhooks`: see `memhooks.rs`.
 //! - `kdreg2`: used when /dev/kdreg2 exists; oxfabric does not speak its
 //!   interface, so it says so and falls back like an unavailable
@@ -253,7 +254,7 @@ pub fn unsubscribe(start: u64, len: u64) {
 /// Applies every change the monitor has been told of (before a lookup).
 pub fn sync() {
     if let Some(Kind::Userfaultfd) = CHOSEN.get() {
-        uffd::drain();
+        uffd::wait_applied();
     }
 }
 
@@ -415,8 +416,17 @@ mod uffd {
         }
     }
 
+    /// Waits until every event read so far is applied. The kernel lets an
+    /// unmapping call return only once its event is read, and the reader
+    /// holds EVENTS from before the read until the event is applied: so
+    /// after this, every change made by a call that has returned is in the
+    /// caches (no system call needed).
+    pub fn wait_applied() {
+        drop(EVENTS.lock().unwrap_or_else(|e| e.into_inner()));
+    }
+
     /// Reads and applies every pending event.
-    pub fn drain() {
+    fn drain() {
         let Some(&fd) = FD.get() else { return };
         let _g = EVENTS.lock().unwrap_or_else(|e| e.into_inner());
         if STOPPED.load(std::sync::atomic::Ordering::SeqCst) {
