@@ -159,6 +159,18 @@ pub fn kind() -> Kind {
 }
 
 fn choose() -> Kind {
+    for dev in ["cuda", "rocr", "ze"] {
+        let name = format!("mr_{dev}_cache_monitor_enabled");
+        if let Ok((p, crate::param::Value::Bool(true))) = crate::param::get(None, &name) {
+            crate::ox_log!(
+                Info,
+                Mr,
+                super::NAME,
+                "{}=1: the registration cache holds system memory only; {dev} memory is registered without pinning or caching",
+                p.env_name()
+            );
+        }
+    }
     let asked = match crate::param::get(None, "mr_cache_monitor") {
         Ok((_, crate::param::Value::String(s))) => Some(s.trim().to_ascii_lowercase()),
         _ => None,
