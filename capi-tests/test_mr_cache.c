@@ -24,6 +24,7 @@
 #include <rdma/fi_ext.h>
 #include <stdbool.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 
 enum { KB = 1024, LEN = 64 * KB };
@@ -357,6 +358,29 @@ static int not_cached(void)
 	return 0;
 }
 
+/* Pinning past RLIMIT_MEMLOCK (counted even for a privileged process)
+ * fails with -FI_ENOMEM and pins nothing; within it, it works. */
+static int memlock_limit(void)
+{
+	struct rlimit r = { 96 * KB, 96 * KB };
+	CHECK_OK(setrlimit(RLIMIT_MEMLOCK, &r));
+	CHECK_OK(open_domain());
+	unsigned char *b = map(NULL), *c = map(NULL);
+	CHECK(b && c);
+	struct fid_mr *mr, *mr2;
+	CHECK_OK(fi_mr_reg(domain, b, LEN, RW, 0, 0, 0, &mr, NULL));
+	CHECK_RC(fi_mr_reg(domain, c, LEN, RW, 0, 0, 0, &mr2, NULL), -FI_ENOMEM);
+	CHECK_LOCKED(64);
+	CHECK_OK(fi_close(&mr->fid));
+	CHECK_OK(munmap(b, LEN));
+	/* b's pinning is gone with its memory: c fits now. */
+	CHECK_OK(fi_mr_reg(domain, c, LEN, RW, 0, 0, 0, &mr2, NULL));
+	CHECK_OK(fi_close(&mr2->fid));
+	CHECK_OK(munmap(c, LEN));
+	CHECK_OK(close_domain());
+	return 0;
+}
+
 /* An unknown FI_MR_CACHE_MONITOR is warned about; the default monitor
  * runs instead. */
 static int unknown_monitor(void)
@@ -638,6 +662,7 @@ static const struct test_case cases[] = {
 	CASE_ENV(not_cached, PIN " FI_MR_CACHE_MAX_COUNT=0"),
 	CASE_ENV(not_cached, PIN " FI_MR_CACHE_MONITOR=disabled"),
 	CASE_ENV(hit_after_close, PIN " FI_MR_CACHE_MONITOR=kdreg2"),
+	CASE_ENV(memlock_limit, UFFD),
 	CASE_ENV(unknown_monitor, PIN " FI_MR_CACHE_MONITOR=nosuch FI_LOG_LEVEL=warn"),
 	CASE_ENV(imported_monitor, PIN),
 	CASE_ENV(pin_check_refuses_stale, "FI_OXSHM_PIN=check"),
