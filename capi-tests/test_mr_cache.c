@@ -101,14 +101,52 @@ static int reg_close(void *b, size_t n, uint64_t access)
 	return 0;
 }
 
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+/*
+ * A fresh 64 KiB buffer, at `at` if not NULL. Mapping again at an address
+ * just unmapped never uses MAP_FIXED: between the munmap and the mmap,
+ * another thread of the process (the sanitizers' runtime, libfabric's
+ * threads) may have been given those pages, and MAP_FIXED would replace
+ * them. With MAP_FIXED_NOREPLACE the case is retried instead (RETRY).
+ */
 static void *map(void *at)
 {
 	void *b = mmap(at, LEN, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | (at ? MAP_FIXED : 0), -1, 0);
+		       MAP_PRIVATE | MAP_ANONYMOUS | (at ? MAP_FIXED_NOREPLACE : 0), -1, 0);
 	if (b == MAP_FAILED)
 		return NULL;
+	if (at && b != at) {
+		munmap(b, LEN);
+		return NULL;
+	}
 	memset(b, 1, LEN);
 	return b;
+}
+
+enum { RETRY = 2 };
+
+/* The address was taken meanwhile: give up this attempt. */
+#define REMAP(b)                                   \
+	do {                                       \
+		if (map(b) != (b)) {               \
+			close_domain();            \
+			return RETRY;              \
+		}                                  \
+	} while (0)
+
+/* Runs a case that may ask to be retried, up to 5 times. */
+static int retried(int (*f)(void))
+{
+	for (int i = 0; i < 5; i++) {
+		int rc = f();
+		if (rc != RETRY)
+			return rc;
+		fprintf(stderr, "    (address taken meanwhile: retried)\n");
+	}
+	return 1;
 }
 
 /* Pinning kept after close; the next registration of the range hits. */
@@ -145,13 +183,17 @@ static int after_change(enum change c)
 	switch (c) {
 	case UNMAP_REMAP:
 		CHECK_OK(munmap(b, LEN));
-		CHECK(map(b) == b);
+		REMAP(b);
 		break;
 	case MREMAP: {
 		void *other = mmap(NULL, LEN, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		CHECK(other != MAP_FAILED);
 		CHECK(mremap(b, LEN, LEN, MREMAP_MAYMOVE | MREMAP_FIXED, other) == other);
-		CHECK(map(b) == b);
+		if (map(b) != b) {
+			munmap(other, LEN);
+			close_domain();
+			return RETRY;
+		}
 		CHECK_OK(munmap(other, LEN));
 		break;
 	}
@@ -169,14 +211,24 @@ static int after_change(enum change c)
 	return 0;
 }
 
-static int munmap_then_mmap_fixed(void)
+static int unmap_remap_once(void)
 {
 	return after_change(UNMAP_REMAP);
 }
 
-static int mremap_away(void)
+static int mremap_once(void)
 {
 	return after_change(MREMAP);
+}
+
+static int munmap_then_mmap_fixed(void)
+{
+	return retried(unmap_remap_once);
+}
+
+static int mremap_away(void)
+{
+	return retried(mremap_once);
 }
 
 static int madvise_dontneed(void)
@@ -236,15 +288,17 @@ static int brk_shrink(void)
 }
 
 static unsigned char *churn_buf;
-static volatile int churn_stop;
+static volatile int churn_stop, churn_lost;
 
 static void *churn(void *arg)
 {
 	(void)arg;
 	for (int i = 0; i < 300 && !churn_stop; i++) {
 		munmap(churn_buf, LEN);
-		if (map(churn_buf) != churn_buf)
-			return (void *)1;
+		if (map(churn_buf) != churn_buf) {
+			churn_lost = 1;
+			return NULL;
+		}
 	}
 	return NULL;
 }
@@ -252,9 +306,10 @@ static void *churn(void *arg)
 /* Another thread unmaps and maps the buffer again while this one
  * registers it: registrations succeed or fail cleanly, and afterwards a
  * registration of the final pages pins them. */
-static int unmap_while_registering(void)
+static int unmap_while_registering_once(void)
 {
 	CHECK_OK(open_domain());
+	churn_stop = churn_lost = 0;
 	churn_buf = map(NULL);
 	CHECK(churn_buf);
 	pthread_t t;
@@ -270,13 +325,22 @@ static int unmap_while_registering(void)
 	void *ret;
 	CHECK_OK(pthread_join(t, &ret));
 	CHECK(ret == NULL);
+	if (churn_lost) {
+		close_domain();
+		return RETRY;
+	}
 	CHECK_OK(munmap(churn_buf, LEN));
-	CHECK(map(churn_buf) == churn_buf);
+	REMAP(churn_buf);
 	CHECK_OK(reg_close(churn_buf, LEN, RW));
 	CHECK_LOCKED(64);
 	CHECK_OK(munmap(churn_buf, LEN));
 	CHECK_OK(close_domain());
 	return 0;
+}
+
+static int unmap_while_registering(void)
+{
+	return retried(unmap_while_registering_once);
 }
 
 /* A pinning made for a read-only region never serves one that is written. */
@@ -556,13 +620,19 @@ static unsigned char src_buf[LEN];
  * lands, in untouched and in touched new pages alike. */
 static int stale_target(struct peer *p)
 {
-	unsigned char *b = map(NULL);
-	CHECK(b);
+	unsigned char *b;
 	struct fid_mr *mr;
-	CHECK_OK(fi_mr_reg(p->domain, b, LEN, RW, 0, 0, 0, &mr, NULL));
-	CHECK_OK(munmap(b, LEN));
-	CHECK(mmap(b, LEN, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1,
-		   0) == b);
+	for (int i = 0;; i++) {
+		CHECK(i < 5);
+		b = map(NULL);
+		CHECK(b);
+		CHECK_OK(fi_mr_reg(p->domain, b, LEN, RW, 0, 0, 0, &mr, NULL));
+		CHECK_OK(munmap(b, LEN));
+		if (mmap(b, LEN, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) == b)
+			break;
+		CHECK_OK(fi_close(&mr->fid));
+	}
 	CHECK_OK(publish(p, mr, b));
 	CHECK_OK(peer_sync(p)); /* first write refused */
 	for (size_t i = 0; i < LEN; i++)
@@ -608,13 +678,18 @@ static int pin_check_refuses_stale(void)
  * write lands in the new pages. */
 static int replaced_target(struct peer *p)
 {
-	unsigned char *b = map(NULL);
-	CHECK(b);
+	unsigned char *b;
 	struct fid_mr *mr;
-	CHECK_OK(fi_mr_reg(p->domain, b, LEN, RW, 0, 0, 0, &mr, NULL));
-	CHECK_OK(fi_close(&mr->fid));
-	CHECK_OK(munmap(b, LEN));
-	CHECK(map(b) == b);
+	for (int i = 0;; i++) {
+		CHECK(i < 5);
+		b = map(NULL);
+		CHECK(b);
+		CHECK_OK(fi_mr_reg(p->domain, b, LEN, RW, 0, 0, 0, &mr, NULL));
+		CHECK_OK(fi_close(&mr->fid));
+		CHECK_OK(munmap(b, LEN));
+		if (map(b) == b)
+			break;
+	}
 	CHECK_OK(fi_mr_reg(p->domain, b, LEN, RW, 0, 0, 0, &mr, NULL));
 	CHECK_LOCKED(64);
 	CHECK_OK(publish(p, mr, b));
