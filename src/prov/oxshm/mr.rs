@@ -310,14 +310,20 @@ enum Auth {
 /// contiguous buffer: the common cases, allocate nothing) or a list.
 pub(super) enum Iovs {
     One([(u64, u64); 1]),
+    /// Up to FEW_IOVS pieces, inline.
+    Few([(u64, u64); FEW_IOVS], usize),
     Many(Vec<(u64, u64)>),
 }
+
+/// Iov lists this long are read without allocating.
+const FEW_IOVS: usize = 8;
 
 impl std::ops::Deref for Iovs {
     type Target = [(u64, u64)];
     fn deref(&self) -> &[(u64, u64)] {
         match self {
             Iovs::One(a) => a,
+            Iovs::Few(a, n) => &a[..*n],
             Iovs::Many(v) => v,
         }
     }
@@ -852,9 +858,16 @@ unsafe fn read_iovs(d: &Domain, iov: *const iovec, count: usize) -> Result<Iovs>
     }
     // SAFETY: per the function contract.
     let s = unsafe { std::slice::from_raw_parts(iov, count) };
-    // One iov, the common case, allocates nothing.
+    // Short lists, the common case, allocate nothing.
     if let [v] = s {
         return Ok(Iovs::One([(v.iov_base as u64, v.iov_len as u64)]));
+    }
+    if s.len() <= FEW_IOVS {
+        let mut a = [(0u64, 0u64); FEW_IOVS];
+        for (d, v) in a.iter_mut().zip(s) {
+            *d = (v.iov_base as u64, v.iov_len as u64);
+        }
+        return Ok(Iovs::Few(a, s.len()));
     }
     Ok(Iovs::Many(
         s.iter()
