@@ -13,7 +13,8 @@
  * let the next registration hit a pinning of pages that are gone.
  *
  * Every single-process case runs under the userfaultfd and the memhooks
- * monitor. Two cases use two processes (peer.h): FI_OXSHM_PIN=check refuses
+ * monitor; others cover the limits, the monitor choices, an imported
+ * monitor, RLIMIT_MEMLOCK, FI_OXSHM_STATS and pagemap hiding frames. Two cases use two processes (peer.h): FI_OXSHM_PIN=check refuses
  * a remote write into a region whose pages were replaced behind its back,
  * and RMA into a region registered again after its memory was replaced
  * lands in the new pages.
@@ -447,23 +448,83 @@ static int memlock_limit(void)
 
 /* An unknown FI_MR_CACHE_MONITOR is warned about; the default monitor
  * runs instead. */
-static int unknown_monitor(void)
+static char captured[16384];
+
+/* Runs f with the log (stderr) captured into `captured`. */
+static int capture(int (*f)(void))
 {
 	char path[] = "/tmp/oxf_mr_cache_XXXXXX";
 	int fd = mkstemp(path);
 	CHECK(fd >= 0);
 	unlink(path);
+	fflush(stderr);
 	int saved = dup(2);
 	CHECK(dup2(fd, 2) == 2);
-	int rc = hit_after_close();
+	int rc = f();
 	fflush(stderr);
 	dup2(saved, 2);
 	close(saved);
-	CHECK_OK(rc);
-	char log[4096] = { 0 };
-	CHECK(pread(fd, log, sizeof(log) - 1, 0) > 0);
+	memset(captured, 0, sizeof(captured));
+	ssize_t n = pread(fd, captured, sizeof(captured) - 1, 0);
 	close(fd);
-	CHECK(strstr(log, "nosuch") && strstr(log, "not a monitor"));
+	CHECK(n >= 0);
+	return rc;
+}
+
+static int unknown_monitor(void)
+{
+	CHECK_OK(capture(hit_after_close));
+	CHECK(strstr(captured, "nosuch") && strstr(captured, "not a monitor"));
+	return 0;
+}
+
+/* A miss, a hit and an invalidation, then the domain closes. */
+static int some_traffic(void)
+{
+	CHECK_OK(open_domain());
+	unsigned char *b = map(NULL);
+	CHECK(b);
+	CHECK_OK(reg_close(b, LEN, RW));
+	CHECK_OK(reg_close(b, LEN, RW));
+	CHECK_OK(munmap(b, LEN));
+	b = map(NULL);
+	CHECK(b);
+	CHECK_OK(reg_close(b, LEN, RW));
+	CHECK_OK(close_domain());
+	CHECK_OK(munmap(b, LEN));
+	return 0;
+}
+
+/* FI_OXSHM_STATS=1 reports the cache's figures when the domain closes. */
+static int stats_at_close(void)
+{
+	CHECK_OK(capture(some_traffic));
+	const char *l = strstr(captured, "registration cache (userfaultfd monitor");
+	if (!l)
+		fprintf(stderr, "    log:\n%s\n", captured);
+	CHECK(l);
+	CHECK(strstr(l, "1 hits, 2 misses, 0 evictions, 1 invalidations, "
+			"1 pinned regions (65536 bytes)"));
+	return 0;
+}
+
+#include <linux/capability.h>
+
+/* Without CAP_SYS_ADMIN, pagemap hides page frames: pinned mode says so
+ * once and checks nothing it cannot check (check mode accepts). */
+static int frames_hidden(void)
+{
+	struct __user_cap_header_struct h = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct d[2];
+	CHECK(syscall(SYS_capget, &h, d) == 0);
+	d[CAP_SYS_ADMIN / 32].effective &= ~(1u << (CAP_SYS_ADMIN % 32));
+	d[CAP_SYS_ADMIN / 32].permitted &= ~(1u << (CAP_SYS_ADMIN % 32));
+	CHECK(syscall(SYS_capset, &h, d) == 0);
+	CHECK_OK(capture(some_traffic));
+	const char *w = strstr(captured, "hides page frames");
+	if (!w)
+		fprintf(stderr, "    log:\n%s\n", captured);
+	CHECK(w && !strstr(w + 1, "hides page frames"));
 	return 0;
 }
 
@@ -739,6 +800,8 @@ static const struct test_case cases[] = {
 	CASE_ENV(hit_after_close, PIN " FI_MR_CACHE_MONITOR=kdreg2"),
 	CASE_ENV(memlock_limit, UFFD),
 	CASE_ENV(unknown_monitor, PIN " FI_MR_CACHE_MONITOR=nosuch FI_LOG_LEVEL=warn"),
+	CASE_ENV(stats_at_close, UFFD " FI_OXSHM_STATS=1"),
+	CASE_ENV(frames_hidden, "FI_OXSHM_PIN=check FI_LOG_LEVEL=warn"),
 	CASE_ENV(imported_monitor, PIN),
 	CASE_ENV(pin_check_refuses_stale, "FI_OXSHM_PIN=check"),
 	CASE_ENV(rma_after_replace, UFFD),
