@@ -164,7 +164,10 @@ impl Pinner for Backend {
         if unsafe { libc::syscall(libc::SYS_mlock, start, len) } != 0 {
             let e = std::io::Error::last_os_error();
             PINNED.fetch_sub(len, Ordering::Relaxed);
-            if watched {
+            // An imported monitor gets each subscription back; a
+            // userfaultfd registration is left (another pinning may share
+            // the range; one over no pinning only costs an empty event).
+            if watched && monitor::kind() == monitor::Kind::Imported {
                 monitor::unsubscribe(start, len);
             }
             crate::ox_log!(
@@ -185,12 +188,19 @@ impl Pinner for Backend {
         })
     }
 
-    fn unpin(&self, _start: u64, len: u64, pin: Pinning, release: &[(u64, u64)]) {
+    fn unpin(&self, start: u64, len: u64, pin: Pinning, release: &[(u64, u64)]) {
+        // An imported monitor gets back exactly what it was subscribed; the
+        // kernel's registrations are not counted, so only the parts no other
+        // pinning covers are unregistered.
+        let imported = pin.watched && monitor::kind() == monitor::Kind::Imported;
+        if pin.watched && imported {
+            monitor::unsubscribe(start, len);
+        }
         for &(s, l) in release {
             // SAFETY: munlock only changes the lock state of the range; one
             // already unmapped fails harmlessly.
             unsafe { libc::syscall(libc::SYS_munlock, s, l) };
-            if pin.watched {
+            if pin.watched && !imported {
                 monitor::unsubscribe(s, l);
             }
         }
