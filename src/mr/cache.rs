@@ -89,6 +89,30 @@ pub struct CacheStats {
     pub pinned_bytes: u64,
 }
 
+/// Hashes the cache's u64 ids and keys with one multiply (ids are counters,
+/// keys are spread already): SipHash cost more than the rest of a hit.
+#[derive(Default)]
+pub struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0 ^ b as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0 ^ v)
+            .wrapping_mul(0x9e37_79b9_7f4a_7c15)
+            .rotate_left(26);
+    }
+}
+
+/// A HashMap keyed by u64 ids, hashed with [`IdHasher`].
+pub type IdMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<IdHasher>>;
+
 /// An acquired pinning: give it back with [`Cache::release`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct PinId(u64);
@@ -111,7 +135,7 @@ impl<P> Entry<P> {
 }
 
 struct Inner<P> {
-    entries: HashMap<u64, Entry<P>>,
+    entries: IdMap<Entry<P>>,
     /// Entries by (start, id): the range lookup.
     by_start: BTreeMap<(u64, u64), ()>,
     /// Unused entries, oldest tick first.
@@ -137,7 +161,7 @@ impl<B: Pinner> Cache<B> {
             backend,
             limits,
             inner: Mutex::new(Inner {
-                entries: HashMap::new(),
+                entries: IdMap::default(),
                 by_start: BTreeMap::new(),
                 lru: BTreeMap::new(),
                 unused_bytes: 0,

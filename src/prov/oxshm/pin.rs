@@ -8,8 +8,7 @@
 
 use super::monitor;
 use crate::error::{Error, Result};
-use crate::mr::cache::{Cache, Limits, PinId, Pinner};
-use std::collections::HashMap;
+use crate::mr::cache::{Cache, IdMap, Limits, PinId, Pinner};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -235,7 +234,7 @@ pub struct DomainPins {
     pub mode: Mode,
     pub cache: Arc<Cache<Backend>>,
     /// Pinnings of each live MR, by engine key.
-    by_mr: Mutex<HashMap<u64, Ids>>,
+    by_mr: Mutex<IdMap<Ids>>,
 }
 
 /// The pinnings of one MR: one per iov (one iov allocates nothing).
@@ -292,7 +291,7 @@ impl DomainPins {
         Some(DomainPins {
             mode,
             cache,
-            by_mr: Mutex::new(HashMap::new()),
+            by_mr: Mutex::new(IdMap::default()),
         })
     }
 
