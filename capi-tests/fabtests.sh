@@ -84,6 +84,20 @@ if [ "$TESTS" = all ] || [ "$TESTS" = functional ]; then
 	printf '%s\t%s (FI_OXSHM_MR_MODE=0, by fabtests.sh)\n' $r "${mm[*]}" >>"$FT/results.tsv"
 	[ $r = Pass ] || { echo "fabtests.sh: ${mm[*]} failed:"; cat "$FT"/multi_mr.server "$FT"/multi_mr.client; }
 fi
+# fi_mr_cache_evict with oxshm's pinned registrations (FI_OXSHM_PIN=1),
+# under each built-in monitor: its mmap, brk and sbrk cases must all pass
+# (the runner's own run, without pinning, finds no cache and skips them).
+if [ "$TESTS" = all ] || [ "$TESTS" = unit ]; then
+	for mon in userfaultfd memhooks; do
+		log=$FT/mr_cache_evict.$mon
+		(
+			export LD_LIBRARY_PATH=$PREFIX/lib FI_OXSHM_PIN=1 FI_MR_CACHE_MONITOR=$mon
+			timeout "$TIMEOUT" "$INST/bin/fi_mr_cache_evict" -p oxshm >"$log" 2>&1
+		) && [ "$(grep -c 'PASS!' "$log")" -eq 3 ] && r=Pass || r=Fail
+		printf '%s\t%s\n' $r "fi_mr_cache_evict -p oxshm (FI_OXSHM_PIN=1 FI_MR_CACHE_MONITOR=$mon, by fabtests.sh)" >>"$FT/results.tsv"
+		[ $r = Pass ] || { echo "fabtests.sh: fi_mr_cache_evict ($mon) failed:"; cat "$log"; }
+	done
+fi
 pass=$(grep -c '^Pass' "$FT/results.tsv" || true)
 excluded=$(grep -c '^Excluded' "$FT/results.tsv" || true)
 bad=$(grep -v -e '^Pass' -e '^Excluded' "$FT/results.tsv" || true)

@@ -1223,8 +1223,11 @@ int fi_fabric(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *con
 int fi_fabric2(struct fi_info *info, struct fid_fabric **fabric, uint64_t flags, void *context);
 
 /**
- * Opens a named interface (fi_open(3)). No interfaces are provided yet:
- * every name returns -FI_ENOSYS; NULL arguments return -FI_EINVAL.
+ * Opens a named interface (fi_open(3)): "mr_cache", the registration
+ * cache, into which fi_import_fid imports a `fid_mem_monitor`
+ * (rdma/fi_ext.h); `*fid` is then an object the caller closes with
+ * fi_close. Any other name returns -FI_ENOSYS; NULL arguments return
+ * -FI_EINVAL.
  *
  * # Safety
  * `name` is NULL or a string; `fid` is NULL or writable.

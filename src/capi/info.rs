@@ -816,8 +816,11 @@ pub unsafe extern "C" fn fi_fabric2(
     })
 }
 
-/// Opens a named interface (fi_open(3)). No interfaces are provided yet:
-/// every name returns -FI_ENOSYS; NULL arguments return -FI_EINVAL.
+/// Opens a named interface (fi_open(3)): "mr_cache", the registration
+/// cache, into which fi_import_fid imports a `fid_mem_monitor`
+/// (rdma/fi_ext.h); `*fid` is then an object the caller closes with
+/// fi_close. Any other name returns -FI_ENOSYS; NULL arguments return
+/// -FI_EINVAL.
 ///
 /// # Safety
 /// `name` is NULL or a string; `fid` is NULL or writable.
@@ -831,13 +834,19 @@ pub unsafe extern "C" fn fi_open(
     fid: *mut *mut fid,
     context: *mut c_void,
 ) -> c_int {
-    let _ = (attr, attr_len, flags, context);
+    let _ = (attr, attr_len, flags);
     guard("fi_open", || {
         nonnull(name, "fi_open", "name")?;
         nonnull(fid, "fi_open", "fid")?;
         pinfo::check_api_version(version)?;
         // SAFETY: name checked non-NULL; a string per fi_open(3).
         let n = unsafe { cstr(name) }.unwrap_or_default();
+        if n == "mr_cache" {
+            let f = crate::prov::oxshm::mr_cache::open(context);
+            // SAFETY: fid checked non-NULL; written on success only.
+            unsafe { *fid = f };
+            return Ok(0);
+        }
         crate::core_warn!(Core, "fi_open: no interface named \"{n}\"");
         Err(Error::NOSYS)
     })

@@ -15,7 +15,10 @@
 //! - `registry.rs`: register, close, enable, bind, sub-regions, statistics.
 //! - `verify.rs`: the read path, and how multi-iov regions are addressed.
 //! - `raw.rs`: the raw key format.
+//! - `cache.rs`: the registration cache (pinnings in LRU order, limits,
+//!   range lookup, invalidation); the pinning itself is the provider's.
 
+pub mod cache;
 mod chunks;
 mod index;
 mod iov;

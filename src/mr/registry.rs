@@ -312,24 +312,34 @@ impl Registry {
             return Err(Error::KEYREJECTED);
         }
         let virt = req.flags.contains(RegFlags::VIRT_ADDR);
-        // What the slot and the pool will hold (see verify.rs).
-        let (base, len, pairs): (u64, u64, Ranges) = if req.iovs.len() == 1 {
-            (req.iovs[0].0, total, Vec::new())
+        // What the slot and the pool will hold (see verify.rs). Up to
+        // SMALL_IOVS offset-addressed pairs are built on the stack.
+        const SMALL_IOVS: usize = 8;
+        let mut small = [(0u64, 0u64); SMALL_IOVS];
+        let heap: Ranges;
+        let (base, len, pairs): (u64, u64, &[(u64, u64)]) = if req.iovs.len() == 1 {
+            (req.iovs[0].0, total, &[])
         } else if virt {
-            let m = merge(req.iovs.iter().map(|&(b, l)| (b, b + l)).collect());
-            let bytes = m.iter().map(|r| r.1 - r.0).sum();
-            (m[0].0, bytes, if m.len() > 1 { m } else { Vec::new() })
+            heap = merge(req.iovs.iter().map(|&(b, l)| (b, b + l)).collect());
+            let bytes = heap.iter().map(|r| r.1 - r.0).sum();
+            let pairs: &[(u64, u64)] = if heap.len() > 1 { &heap } else { &[] };
+            (heap[0].0, bytes, pairs)
         } else {
             let mut end = 0;
-            let p = req
-                .iovs
-                .iter()
-                .map(|&(b, l)| {
-                    end += l;
-                    (b, end)
-                })
-                .collect();
-            (req.iovs[0].0, total, p)
+            let offsets = req.iovs.iter().map(|&(b, l)| {
+                end += l;
+                (b, end)
+            });
+            let n = req.iovs.len();
+            if n <= SMALL_IOVS {
+                for (s, p) in small.iter_mut().zip(offsets) {
+                    *s = p;
+                }
+                (req.iovs[0].0, total, &small[..n])
+            } else {
+                heap = offsets.collect();
+                (req.iovs[0].0, total, &heap)
+            }
         };
         let mut meta = meta_word(
             req.access,
@@ -346,7 +356,7 @@ impl Registry {
             }
             None => None,
         };
-        let r = self.place(req, parent, base, len, meta, &pairs);
+        let r = self.place(req, parent, base, len, meta, pairs);
         if r.is_err() {
             if let Some(p) = parent.and_then(|p| self.slot(p)) {
                 p.seq.fetch_sub(CHILD_ONE, Ordering::AcqRel);

@@ -53,6 +53,9 @@ pub struct Domain {
     xfers: std::sync::RwLock<Vec<std::sync::Arc<super::xfer::Xfer>>>,
     /// `xfers.len()`, read without the lock.
     n_xfers: std::sync::atomic::AtomicUsize,
+    /// Pinned mode (FI_OXSHM_PIN): the registration cache and each MR's
+    /// pinnings; None when registrations are not pinned.
+    pub pins: Option<super::pin::DomainPins>,
 }
 
 // SAFETY: #[repr(C)] with fid_domain (which starts with struct fid) first.
@@ -237,6 +240,7 @@ pub unsafe fn open(
         active: std::sync::atomic::AtomicUsize::new(0),
         xfers: std::sync::RwLock::new(Vec::new()),
         n_xfers: std::sync::atomic::AtomicUsize::new(0),
+        pins: super::pin::DomainPins::open(),
     });
     Ok(Box::into_raw(d) as *mut fid_domain)
 }
@@ -384,6 +388,30 @@ impl Domain {
             line!(),
             &msg,
         );
+        if let Some(p) = &self.pins {
+            let c = p.cache.stats();
+            let l = p.cache.limits();
+            let msg = format!(
+                "registration cache ({} monitor, max_count {}, max_size {}): {} hits, {} misses, {} evictions, {} invalidations, {} pinned regions ({} bytes)",
+                super::monitor::kind().name(),
+                l.max_count,
+                if l.max_size == u64::MAX { "unlimited".to_string() } else { l.max_size.to_string() },
+                c.hits,
+                c.misses,
+                c.evictions,
+                c.invalidations,
+                c.pinned_regions,
+                c.pinned_bytes
+            );
+            crate::log::write_line(
+                super::NAME,
+                crate::log::Level::Info,
+                "domain",
+                "fi_close",
+                line!(),
+                &msg,
+            );
+        }
     }
 
     /// The EQ that asynchronous registrations report to (FI_REG_MR binding).
@@ -442,6 +470,9 @@ unsafe extern "C" fn close(f: *mut fid) -> c_int {
         d.hdr.begin_close("domain")?;
         if stats_enabled() {
             d.log_stats();
+        }
+        if let Some(p) = &d.pins {
+            p.close();
         }
         if let Some((eq, _)) = d.eq.lock().unwrap_or_else(|e| e.into_inner()).take() {
             // SAFETY: the EQ is held by this binding, so it is still live.

@@ -14,9 +14,13 @@ pub mod fault;
 pub mod hmem;
 pub mod info;
 pub mod mem;
+pub mod memhooks;
+pub mod monitor;
 pub mod mr;
+pub mod mr_cache;
 pub mod object;
 pub mod ops;
+pub mod pin;
 pub mod shm;
 pub mod svc;
 #[cfg(target_arch = "x86_64")]

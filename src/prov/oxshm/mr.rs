@@ -310,14 +310,20 @@ enum Auth {
 /// contiguous buffer: the common cases, allocate nothing) or a list.
 pub(super) enum Iovs {
     One([(u64, u64); 1]),
+    /// Up to FEW_IOVS pieces, inline.
+    Few([(u64, u64); FEW_IOVS], usize),
     Many(Vec<(u64, u64)>),
 }
+
+/// Iov lists this long are read without allocating.
+const FEW_IOVS: usize = 8;
 
 impl std::ops::Deref for Iovs {
     type Target = [(u64, u64)];
     fn deref(&self) -> &[(u64, u64)] {
         match self {
             Iovs::One(a) => a,
+            Iovs::Few(a, n) => &a[..*n],
             Iovs::Many(v) => v,
         }
     }
@@ -589,9 +595,25 @@ fn register(d: &Domain, mut input: Input, out: *mut *mut fid_mr) -> Result<i32> 
             return Err(e);
         }
     };
+    // Pinned mode: system memory of a region of its own (a sub-region's
+    // bytes are its base's) is pinned, through the cache.
+    if let Some(pins) = d
+        .pins
+        .as_ref()
+        .filter(|_| req.parent.is_none() && iface == fi_hmem_iface::FI_HMEM_SYSTEM as u32)
+    {
+        if let Err(e) = pins.pin_mr(h.key(), &input.iovs, needs_write(access)) {
+            d.count_failure();
+            let _ = d.registry.close(&h);
+            return Err(e);
+        }
+    }
     let mr = match d.mrs.get(d, h.slot()) {
         Ok(p) => p,
         Err(e) => {
+            if let Some(pins) = &d.pins {
+                pins.unpin_mr(h.key());
+            }
             let _ = d.registry.close(&h);
             return Err(e);
         }
@@ -632,6 +654,15 @@ fn register(d: &Domain, mut input: Input, out: *mut *mut fid_mr) -> Result<i32> 
     Ok(0)
 }
 
+/// Whether a registration lets anything write into its memory (the network
+/// for FI_READ/FI_RECV results, peers for FI_REMOTE_WRITE; a registration
+/// naming no local right allows them all): its pinning must be writable.
+fn needs_write(access: Access) -> bool {
+    let local = Access::READ | Access::WRITE | Access::SEND | Access::RECV;
+    access.intersects(Access::REMOTE_WRITE | Access::READ | Access::RECV)
+        || !access.intersects(local)
+}
+
 unsafe extern "C" fn close(f: *mut fid) -> c_int {
     slot("fi_close", || {
         // SAFETY: mr_from_fid checks the object.
@@ -661,6 +692,9 @@ unsafe extern "C" fn close(f: *mut fid) -> c_int {
             .inspect(|_| {
                 d.quiesce();
                 release_bindings(d, &h);
+                if let Some(pins) = &d.pins {
+                    pins.unpin_mr(key);
+                }
             })
             .inspect_err(|e| {
                 if *e == Error::BUSY {
@@ -804,7 +838,7 @@ unsafe extern "C" fn bind(f: *mut fid, bfid: *mut fid, flags: u64) -> c_int {
 ///
 /// # Safety
 /// `iov` is NULL or holds `count` readable iovecs.
-unsafe fn read_iovs(d: &Domain, iov: *const iovec, count: usize) -> Result<Vec<(u64, u64)>> {
+unsafe fn read_iovs(d: &Domain, iov: *const iovec, count: usize) -> Result<Iovs> {
     if count == 0 {
         return refuse(d, Error::INVAL, format_args!("iov_count is 0"));
     }
@@ -824,9 +858,22 @@ unsafe fn read_iovs(d: &Domain, iov: *const iovec, count: usize) -> Result<Vec<(
     }
     // SAFETY: per the function contract.
     let s = unsafe { std::slice::from_raw_parts(iov, count) };
-    Ok(s.iter()
-        .map(|v| (v.iov_base as u64, v.iov_len as u64))
-        .collect())
+    // Short lists, the common case, allocate nothing.
+    if let [v] = s {
+        return Ok(Iovs::One([(v.iov_base as u64, v.iov_len as u64)]));
+    }
+    if s.len() <= FEW_IOVS {
+        let mut a = [(0u64, 0u64); FEW_IOVS];
+        for (d, v) in a.iter_mut().zip(s) {
+            *d = (v.iov_base as u64, v.iov_len as u64);
+        }
+        return Ok(Iovs::Few(a, s.len()));
+    }
+    Ok(Iovs::Many(
+        s.iter()
+            .map(|v| (v.iov_base as u64, v.iov_len as u64))
+            .collect(),
+    ))
 }
 
 fn domain_of<'a>(fid: *mut fid) -> Result<&'a Domain> {
@@ -884,14 +931,7 @@ pub unsafe extern "C" fn regv(
         let iovs = unsafe { read_iovs(d, iov, count) }?;
         register(
             d,
-            Input::new(
-                Iovs::Many(iovs),
-                access,
-                offset,
-                requested_key,
-                flags,
-                context,
-            ),
+            Input::new(iovs, access, offset, requested_key, flags, context),
             mr,
         )
     })
@@ -986,7 +1026,7 @@ pub unsafe extern "C" fn regattr(
         } else {
             // SAFETY: without FI_MR_DMABUF the union holds the iov pointer,
             // which holds iov_count entries.
-            input.iovs = Iovs::Many(unsafe { read_iovs(d, a.__anon_mr_iov.mr_iov, a.iov_count) }?);
+            input.iovs = unsafe { read_iovs(d, a.__anon_mr_iov.mr_iov, a.iov_count) }?;
         }
         input.auth = read_auth(d, &a)?;
         register(d, input, mr)
@@ -1141,7 +1181,7 @@ unsafe fn refresh(mr: &Mr, m: &fi_mr_modify) -> Result<i32> {
     let ranges: Vec<(u64, u64)> = if m.attr.iov_count == 0 {
         region.clone()
     } else {
-        unsafe { read_iovs(d, m.attr.__anon_mr_iov.mr_iov, m.attr.iov_count) }?
+        unsafe { read_iovs(d, m.attr.__anon_mr_iov.mr_iov, m.attr.iov_count) }?.to_vec()
     };
     for &(base, len) in &ranges {
         let inside = region

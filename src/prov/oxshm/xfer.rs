@@ -1896,6 +1896,22 @@ impl Xfer {
             // Again for the region verified (the key may have been
             // closed and reused since the look).
             Ok(t) if scoped && foreign(&t.handle) => Err(Error::ACCES),
+            Ok(t)
+                if d.pins
+                    .as_ref()
+                    .is_some_and(|p| p.stale(t.handle.key(), t.pieces())) =>
+            {
+                crate::ox_log!(
+                    Warn,
+                    EpData,
+                    super::NAME,
+                    "refused remote access from {}: stale registration: key 0x{:x} addr 0x{:x} len {len}: its pages no longer have the frames recorded when it was registered (FI_OXSHM_PIN=check)",
+                    w.src(),
+                    w.key,
+                    w.addr
+                );
+                Err(Error::FAULT)
+            }
             Ok(t) => Ok((t, guard)),
             Err(e) => {
                 crate::ox_log!(

@@ -1,0 +1,393 @@
+//! The pinned registration mode of oxshm (`FI_OXSHM_PIN`): a registration
+//! costs and behaves like a NIC's. Its pages are locked (mlock, counted
+//! against RLIMIT_MEMLOCK even for privileged processes) and their page
+//! frames recorded from /proc/self/pagemap; with `check`, the target also
+//! compares the frames before every remote access and refuses one through a
+//! stale registration. Pinnings go through the domain's registration cache
+//! (`crate::mr::cache`), watched by the process's memory monitor.
+
+use super::monitor;
+use crate::error::{Error, Result};
+use crate::mr::cache::{Cache, IdMap, Limits, PinId, Pinner};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// FI_OXSHM_PIN.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Off,
+    Pin,
+    Check,
+}
+
+/// The mode in force (read once).
+pub fn mode() -> Mode {
+    static MODE: OnceLock<Mode> = OnceLock::new();
+    *MODE.get_or_init(|| match crate::param::get(Some(super::NAME), "pin") {
+        Ok((_, crate::param::Value::String(s))) => match s.trim().to_ascii_lowercase().as_str() {
+            "" | "0" | "no" | "off" => Mode::Off,
+            "1" | "yes" | "on" => Mode::Pin,
+            "check" => Mode::Check,
+            other => {
+                crate::ox_log!(
+                    Warn,
+                    Mr,
+                    super::NAME,
+                    "FI_OXSHM_PIN=\"{other}\" is not 0, 1 or check; registrations are not pinned"
+                );
+                Mode::Off
+            }
+        },
+        _ => Mode::Off,
+    })
+}
+
+pub fn page_size() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if p > 0 {
+        p as u64
+    } else {
+        4096
+    }
+}
+
+/// `[addr, addr + len)` widened to whole pages.
+pub fn page_range(addr: u64, len: u64) -> (u64, u64) {
+    let p = page_size();
+    let start = addr & !(p - 1);
+    let end = addr.saturating_add(len).saturating_add(p - 1) & !(p - 1);
+    (start, end - start)
+}
+
+/// Bytes pinned by this process's registrations (all domains).
+static PINNED: AtomicU64 = AtomicU64::new(0);
+
+fn memlock_limit() -> u64 {
+    let mut r = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes one rlimit.
+    if unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut r) } != 0
+        || r.rlim_cur == libc::RLIM_INFINITY
+    {
+        return u64::MAX;
+    }
+    r.rlim_cur
+}
+
+/// The page frames of `[start, start + len)` (page-aligned) as
+/// /proc/self/pagemap shows them, 0 for a page not present; None where it
+/// hides them (no CAP_SYS_ADMIN), said once in the log.
+pub fn frames(start: u64, len: u64) -> Option<Vec<u64>> {
+    static FD: OnceLock<Option<std::fs::File>> = OnceLock::new();
+    static HIDDEN: AtomicBool = AtomicBool::new(false);
+    let f = FD
+        .get_or_init(|| std::fs::File::open("/proc/self/pagemap").ok())
+        .as_ref()?;
+    let p = page_size();
+    let n = (len / p) as usize;
+    let mut raw = vec![0u8; n * 8];
+    use std::os::unix::fs::FileExt;
+    f.read_exact_at(&mut raw, start / p * 8).ok()?;
+    let mut hidden = false;
+    // 0: no page present.
+    let pfns: Vec<u64> = raw
+        .chunks_exact(8)
+        .map(|c| {
+            let e = u64::from_ne_bytes(c.try_into().expect("8 bytes"));
+            let pfn = e & ((1 << 55) - 1);
+            if e & (1 << 63) == 0 {
+                0
+            } else {
+                // A present page without its frame: pagemap hides frames.
+                hidden |= pfn == 0;
+                pfn
+            }
+        })
+        .collect();
+    if hidden {
+        if !HIDDEN.swap(true, Ordering::Relaxed) {
+            crate::ox_log!(
+                Warn,
+                Mr,
+                super::NAME,
+                "/proc/self/pagemap hides page frames from this process (needs CAP_SYS_ADMIN): frames are not recorded or checked"
+            );
+        }
+        return None;
+    }
+    Some(pfns)
+}
+
+/// What one pinning keeps.
+pub struct Pinning {
+    /// Page frames at pin time (None: pagemap hides them).
+    pub frames: Option<Vec<u64>>,
+    /// Whether the monitor watches the range (else it is used once).
+    watched: bool,
+}
+
+/// mlock-based pinning, watched by the process's monitor when caching.
+pub struct Backend {
+    caching: bool,
+}
+
+impl Pinner for Backend {
+    type Pin = Pinning;
+
+    fn sync(&self) {
+        if self.caching {
+            monitor::sync();
+        }
+    }
+
+    fn pin(&self, start: u64, len: u64, _write: bool) -> Result<Pinning> {
+        let limit = memlock_limit();
+        let before = PINNED.fetch_add(len, Ordering::Relaxed);
+        if before.saturating_add(len) > limit {
+            PINNED.fetch_sub(len, Ordering::Relaxed);
+            crate::ox_log!(
+                Warn,
+                Mr,
+                super::NAME,
+                "pinning 0x{start:x}+{len} would exceed RLIMIT_MEMLOCK ({limit} bytes, {before} pinned)"
+            );
+            return Err(Error::NOMEM);
+        }
+        // Subscribed before pinning: a change after this point is reported.
+        let watched = self.caching && monitor::subscribe(start, len).is_ok();
+        // The system call itself: sanitizers replace mlock(3) with a no-op.
+        // SAFETY: mlock only changes the lock state of the range.
+        if unsafe { libc::syscall(libc::SYS_mlock, start, len) } != 0 {
+            let e = std::io::Error::last_os_error();
+            PINNED.fetch_sub(len, Ordering::Relaxed);
+            // An imported monitor gets each subscription back; a
+            // userfaultfd registration is left (another pinning may share
+            // the range; one over no pinning only costs an empty event).
+            if watched && monitor::kind() == monitor::Kind::Imported {
+                monitor::unsubscribe(start, len);
+            }
+            crate::ox_log!(
+                Warn,
+                Mr,
+                super::NAME,
+                "cannot pin 0x{start:x}+{len}: mlock: {e}"
+            );
+            return Err(match e.raw_os_error() {
+                Some(libc::ENOMEM) => Error::FAULT,
+                Some(libc::EPERM) => Error::PERM,
+                _ => Error::AGAIN,
+            });
+        }
+        Ok(Pinning {
+            frames: frames(start, len),
+            watched,
+        })
+    }
+
+    fn unpin(&self, start: u64, len: u64, pin: Pinning, release: &[(u64, u64)]) {
+        // An imported monitor gets back exactly what it was subscribed; the
+        // kernel's registrations are not counted, so only the parts no other
+        // pinning covers are unregistered.
+        let imported = pin.watched && monitor::kind() == monitor::Kind::Imported;
+        if pin.watched && imported {
+            monitor::unsubscribe(start, len);
+        }
+        for &(s, l) in release {
+            // SAFETY: munlock only changes the lock state of the range; one
+            // already unmapped fails harmlessly.
+            unsafe { libc::syscall(libc::SYS_munlock, s, l) };
+            if pin.watched && !imported {
+                monitor::unsubscribe(s, l);
+            }
+        }
+        PINNED.fetch_sub(len, Ordering::Relaxed);
+    }
+
+    fn cacheable(&self, pin: &Pinning) -> bool {
+        pin.watched
+    }
+
+    fn still_valid(&self, start: u64, len: u64, _pin: &Pinning) -> bool {
+        monitor::valid(start, len)
+    }
+}
+
+impl monitor::Invalidate for Cache<Backend> {
+    fn invalidate(&self, start: u64, len: u64) {
+        let n = Cache::invalidate(self, start, len);
+        if n > 0 {
+            crate::ox_log!(
+                Debug,
+                Mr,
+                super::NAME,
+                "monitor: 0x{start:x}+{len} changed, {n} pinning(s) invalidated"
+            );
+        }
+    }
+}
+
+/// A domain's pinned-mode state.
+pub struct DomainPins {
+    pub mode: Mode,
+    pub cache: Arc<Cache<Backend>>,
+    /// Pinnings of each live MR, by engine key.
+    by_mr: Mutex<IdMap<Ids>>,
+}
+
+/// The pinnings of one MR: one per iov (one iov allocates nothing).
+#[derive(Clone)]
+enum Ids {
+    One(PinId),
+    Many(Vec<PinId>),
+}
+
+impl Ids {
+    fn as_slice(&self) -> &[PinId] {
+        match self {
+            Ids::One(id) => std::slice::from_ref(id),
+            Ids::Many(v) => v,
+        }
+    }
+}
+
+fn limits() -> Limits {
+    let mut l = Limits::default();
+    if let Ok((_, crate::param::Value::SizeT(n))) = crate::param::get(None, "mr_cache_max_count") {
+        l.max_count = n;
+    }
+    if let Ok((_, crate::param::Value::SizeT(n))) = crate::param::get(None, "mr_cache_max_size") {
+        if n > 0 {
+            l.max_size = n as u64;
+        }
+    }
+    l
+}
+
+impl DomainPins {
+    /// The state of a new domain; None when FI_OXSHM_PIN is off.
+    pub fn open() -> Option<DomainPins> {
+        let mode = mode();
+        if mode == Mode::Off {
+            return None;
+        }
+        let mut limits = limits();
+        if limits.enabled() && (monitor::kind() == monitor::Kind::None || !monitor::domain_opened())
+        {
+            limits.max_count = 0;
+        }
+        let cache = Arc::new(Cache::new(
+            Backend {
+                caching: limits.enabled(),
+            },
+            limits,
+        ));
+        if limits.enabled() {
+            let weak: std::sync::Weak<Cache<Backend>> = Arc::downgrade(&cache);
+            monitor::add_cache(weak);
+        }
+        Some(DomainPins {
+            mode,
+            cache,
+            by_mr: Mutex::new(IdMap::default()),
+        })
+    }
+
+    /// Pins every iov of a new MR (engine key `key`); on failure nothing
+    /// stays pinned.
+    pub fn pin_mr(&self, key: u64, iovs: &[(u64, u64)], write: bool) -> Result<()> {
+        let ids = if let [(addr, len)] = iovs {
+            let (s, l) = page_range(*addr, *len);
+            Ids::One(self.cache.acquire(s, l, write)?.0)
+        } else {
+            let mut ids = Vec::with_capacity(iovs.len());
+            for &(addr, len) in iovs {
+                let (s, l) = page_range(addr, len);
+                match self.cache.acquire(s, l, write) {
+                    Ok((id, _)) => ids.push(id),
+                    Err(e) => {
+                        for id in ids {
+                            self.cache.release(id);
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+            Ids::Many(ids)
+        };
+        self.by_mr
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, ids);
+        Ok(())
+    }
+
+    /// Releases the pinnings of a closed MR.
+    pub fn unpin_mr(&self, key: u64) {
+        let ids = self
+            .by_mr
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&key);
+        for &id in ids.iter().flat_map(|i| i.as_slice()) {
+            self.cache.release(id);
+        }
+    }
+
+    /// FI_OXSHM_PIN=check: whether the pages of `[addr, addr + len)` in MR
+    /// `key` still have the frames recorded when it was pinned. Pages whose
+    /// frames cannot be read are not checked.
+    pub fn frames_match(&self, key: u64, addr: u64, len: u64) -> bool {
+        let ids = match self
+            .by_mr
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            Some(v) => v.clone(),
+            None => return true,
+        };
+        let (s, l) = page_range(addr, len);
+        let p = page_size();
+        let Some(now) = frames(s, l) else {
+            return true;
+        };
+        for &id in ids.as_slice() {
+            let ok = self.cache.with_pin(id, |ps, pl, pin| {
+                let Some(rec) = pin.frames.as_ref() else {
+                    return true;
+                };
+                let (lo, hi) = (s.max(ps), (s + l).min(ps + pl));
+                let mut a = lo;
+                while a < hi {
+                    let was = rec[((a - ps) / p) as usize];
+                    let is = now[((a - s) / p) as usize];
+                    if was != 0 && was != is {
+                        return false;
+                    }
+                    a += p;
+                }
+                true
+            });
+            if ok == Some(false) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// FI_OXSHM_PIN=check: whether an access to `pieces` of MR `key` would
+    /// touch pages that no longer have the frames recorded at registration.
+    pub fn stale(&self, key: u64, pieces: &[(u64, u64)]) -> bool {
+        self.mode == Mode::Check && pieces.iter().any(|&(a, l)| !self.frames_match(key, a, l))
+    }
+
+    pub fn close(&self) {
+        self.cache.flush();
+        if self.cache.limits().enabled() {
+            monitor::domain_closed();
+        }
+    }
+}
