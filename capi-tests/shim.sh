@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# liboxfabric-shim.so, preloaded:
+#  - shim_misuse.c, one misuse per run, over Debian's libfabric 1.17
+#    (tcp;ofi_rxm, loopback in one process) and over oxfabric's own
+#    libfabric.so.1 (oxshm), in report and strict mode: the call's return
+#    code, and the finding in the JSON report with its count and call site;
+#  - a clean run of each, and one with OXSHIM_MODE=off (nothing patched,
+#    no report);
+#  - Debian's fi_pingpong over tcp;ofi_rxm, two processes on 127.0.0.1, run
+#    under another name (other people's cleanups kill fi_* processes): zero
+#    findings, libfabric's own registrations counted apart.
+# Usage: capi-tests/shim.sh   (BUILD=build, after `make lib`)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD=${BUILD:-build}
+SHIM=$PWD/$BUILD/liboxfabric-shim.so
+OUT=$PWD/$BUILD/shim-tests
+mkdir -p "$OUT"
+[ -f "$SHIM" ] || { echo "shim.sh: $SHIM missing (make lib)"; exit 1; }
+command -v jq >/dev/null || { echo "shim.sh: needs jq"; exit 1; }
+
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "ok    $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL  $1"; [ -f "${2:-}" ] && sed 's/^/      /' "$2" | tail -15; }
+
+# Exports: exactly the wrapped global API at its version nodes.
+expected() {
+	for f in fi_getinfo fi_freeinfo fi_dupinfo; do
+		for v in 1.0 1.1 1.2 1.3 1.7; do echo "$f@FABRIC_$v"; done
+		echo "$f@@FABRIC_1.8"
+	done
+	echo fi_fabric@FABRIC_1.0
+	echo fi_fabric@@FABRIC_1.1
+	echo fi_fabric2@@FABRIC_1.8
+}
+objdump -T "$SHIM" | awk '$0 !~ /\*UND\*/ && $0 !~ /\*ABS\*/ && NF >= 7 {
+	v = $(NF-1); n = $NF
+	if (v ~ /^\(/) { gsub(/[()]/, "", v); print n "@" v } else print n "@@" v }' |
+	sort >"$OUT/exports.txt"
+t="exports: the wrapped API at FABRIC_1.0..1.8, nothing else"
+if diff <(expected | sort) "$OUT/exports.txt" >"$OUT/exports.diff"; then ok "$t"; else bad "$t" "$OUT/exports.diff"; fi
+
+# Built against Debian's headers and library: a binary made for upstream.
+cc -std=c11 -Wall -Wextra -Werror -g -O1 -rdynamic -o "$OUT/shim_misuse" \
+	capi-tests/shim_misuse.c -lfabric
+
+# run STACK MODE CASE EXPECT_RC -> sets LOG and REPORT
+run() {
+	local stack=$1 mode=$2 case=$3 expect=$4 prov libpath=""
+	case $stack in
+	tcp) prov="tcp;ofi_rxm" ;;
+	oxshm) prov=oxshm; libpath=$PWD/$BUILD ;;
+	esac
+	LOG=$OUT/$stack-$mode-$case.log
+	REPORT=$OUT/$stack-$mode-$case.json
+	rm -f "$REPORT"
+	env ${libpath:+LD_LIBRARY_PATH=$libpath} LD_PRELOAD="$SHIM" OXSHIM_MODE="$mode" \
+		OXSHIM_REPORT="$REPORT" EXPECT_RC="$expect" \
+		timeout 60 "$OUT/shim_misuse" "$case" "$prov" >"$LOG" 2>&1
+}
+
+# finding REPORT KIND COUNT SITE: exactly COUNT of KIND, at a site naming SITE
+finding() {
+	jq -e --arg k "$2" --argjson n "$3" --arg s "$4" \
+		'[.findings[] | select(.kind == $k)] | length == 1 and .[0].count == $n
+		 and (.[0].at | contains("(" + $s + "+"))' "$1" >/dev/null
+}
+
+for stack in tcp oxshm; do
+	for mode in report strict; do
+		t="$stack $mode clean"
+		if run $stack $mode clean 0 && jq -e '(.findings | length == 0) and
+			([.domains[] | select(.internal == false)] | .[0].registrations == 2 and .[0].closes == 2)' \
+			"$REPORT" >/dev/null; then ok "$t"; else bad "$t" "$LOG"; fi
+
+		for c in double_close closed_bind closed_refresh closed_enable closed_control; do
+			kind=closed_mr_use
+			[ $c = double_close ] && kind=double_close
+			t="$stack $mode $c: -FI_EINVAL, 1 $kind at misuse_$c"
+			if run $stack $mode $c -22 && finding "$REPORT" $kind 1 misuse_$c; then
+				ok "$t"
+			else
+				bad "$t" "$LOG"
+			fi
+		done
+
+		# The provider's answer is passed back (-FI_EBUSY on both).
+		t="$stack $mode domain_live: provider's -FI_EBUSY, finding at misuse_domain_live, 2 MRs leaked"
+		if run $stack $mode domain_live -16 &&
+			finding "$REPORT" domain_close_live_mrs 1 misuse_domain_live &&
+			finding "$REPORT" leaked_mr 2 reg &&
+			grep -q "with 2 live MRs" "$LOG"; then ok "$t"; else bad "$t" "$LOG"; fi
+
+		t="$stack $mode leak: 2 leaked_mr at reg, listed with their site"
+		if run $stack $mode leak 0 && finding "$REPORT" leaked_mr 2 reg &&
+			jq -e '[.domains[] | select(.internal == false)] | .[0].leaked | length == 2' \
+				"$REPORT" >/dev/null; then ok "$t"; else bad "$t" "$LOG"; fi
+	done
+
+	t="$stack off clean: nothing patched, no report"
+	if run $stack off clean 0 && [ ! -e "$REPORT" ]; then ok "$t"; else bad "$t" "$LOG"; fi
+done
+
+# Debian's fi_pingpong, two processes, tcp;ofi_rxm.
+BIN=$OUT/bin
+mkdir -p "$BIN"
+ln -sf /usr/bin/fi_pingpong "$BIN/xpingpong"
+port=$((20000 + RANDOM % 20000))
+srv=$OUT/pingpong-server.json
+cli=$OUT/pingpong-client.json
+rm -f "$srv" "$cli"
+LD_PRELOAD="$SHIM" OXSHIM_REPORT="$srv" timeout 60 "$BIN/xpingpong" -p "tcp;ofi_rxm" -e rdm \
+	-B $port -I 100 -S 65536 >"$OUT/pingpong-server.log" 2>&1 &
+spid=$!
+sleep 1
+crc=0
+LD_PRELOAD="$SHIM" OXSHIM_REPORT="$cli" timeout 60 "$BIN/xpingpong" -p "tcp;ofi_rxm" -e rdm \
+	-P $port -I 100 -S 65536 127.0.0.1 >"$OUT/pingpong-client.log" 2>&1 || crc=$?
+src=0
+wait $spid || src=$?
+t="fi_pingpong tcp;ofi_rxm under the shim: both exit 0, zero findings, internal registrations counted"
+if [ $crc = 0 ] && [ $src = 0 ] &&
+	jq -e '(.findings | length == 0) and ([.domains[].internal_registrations] | add > 0)' \
+		"$srv" >/dev/null &&
+	jq -e '(.findings | length == 0) and ([.domains[].internal_registrations] | add > 0)' \
+		"$cli" >/dev/null; then
+	ok "$t"
+else
+	bad "$t" "$OUT/pingpong-client.log"
+fi
+
+echo "shim.sh: $pass passed, $fail failed"
+[ $fail = 0 ]
