@@ -12,17 +12,19 @@
 
 use super::objects::{domain_hook, DomainHook, TableCopy};
 use super::report::{Kind, MrInfo};
-use super::{guard, is_internal, state};
+use super::{guard, is_internal, sampled, state, ticks};
 use crate::abi::domain::{fi_mr_attr, fi_ops_mr, fid_domain, fid_mr, FI_MR_DMABUF};
 use crate::abi::errno::{FI_EINVAL, FI_ENOSYS};
 use crate::abi::fabric::{fi_ops, fid, FI_ENABLE, FI_REFRESH};
 use libc::{c_char, c_int, c_void, iovec, size_t};
 use std::mem::{offset_of, size_of};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-/// Closed wrappers kept before the oldest is freed.
-pub const QUARANTINE: usize = 1 << 16;
+/// Closed wrappers kept before the oldest is freed: a double close or a use
+/// after close is caught while the wrapper is among the last QUARANTINE
+/// closed. 8192 wrappers (about 1 MiB) keep the memory that new wrappers
+/// reuse warm in cache.
+pub const QUARANTINE: usize = 1 << 13;
 
 /// What the application holds for a registration.
 #[repr(C)]
@@ -36,6 +38,8 @@ pub(crate) struct ShimMr {
     pub access: u64,
     pub reg_site: usize,
     pub closed: AtomicBool,
+    /// Index in its domain's live list (changed under the state lock).
+    pub slot: AtomicUsize,
     /// Its domain was closed under it: the provider's object is gone.
     pub orphaned: AtomicBool,
 }
@@ -173,7 +177,7 @@ unsafe fn wrap(
     len: usize,
     access: u64,
     ra: usize,
-    ns: u64,
+    ns: Option<u64>,
 ) -> *mut fid_mr {
     // SAFETY: per the contract.
     let (fclass, context, mem_desc, key) = unsafe {
@@ -184,7 +188,7 @@ unsafe fn wrap(
             (*real).key,
         )
     };
-    let w = Box::into_raw(Box::new(ShimMr {
+    let value = ShimMr {
         mr: fid_mr {
             fid: fid {
                 fclass,
@@ -201,9 +205,23 @@ unsafe fn wrap(
         access,
         reg_site: ra,
         closed: AtomicBool::new(false),
+        slot: AtomicUsize::new(0),
         orphaned: AtomicBool::new(false),
-    }));
-    state().report.domains[h.stats].registered(w as usize, len as u64, ns);
+    };
+    let mut st = state();
+    let w = match st.spare.pop() {
+        // SAFETY: a spare is a wrapper evicted from quarantine, which
+        // nothing references any more.
+        Some(p) => unsafe {
+            let p = p as *mut ShimMr;
+            p.write(value);
+            p
+        },
+        None => Box::into_raw(Box::new(value)),
+    };
+    let slot = st.report.domains[h.stats].registered(w as usize, len as u64, ns);
+    // SAFETY: w is not yet visible to the application.
+    unsafe { (*w).slot.store(slot, Ordering::Relaxed) };
     w as *mut fid_mr
 }
 
@@ -252,7 +270,7 @@ pub unsafe extern "C" fn oxshim_rs_mr_reg(
                 )
             };
         }
-        let t0 = Instant::now();
+        let t0 = sampled().then(ticks);
         // SAFETY: forwarded as received.
         let rc = unsafe {
             reg(
@@ -267,7 +285,7 @@ pub unsafe extern "C" fn oxshim_rs_mr_reg(
                 context,
             )
         };
-        let ns = t0.elapsed().as_nanos() as u64;
+        let ns = t0.map(|t| ticks().wrapping_sub(t));
         if rc != 0 || mr.is_null() {
             refused(h);
             return rc;
@@ -319,7 +337,7 @@ pub unsafe extern "C" fn oxshim_rs_mr_regv(
                 )
             };
         }
-        let t0 = Instant::now();
+        let t0 = sampled().then(ticks);
         // SAFETY: forwarded as received.
         let rc = unsafe {
             regv(
@@ -334,7 +352,7 @@ pub unsafe extern "C" fn oxshim_rs_mr_regv(
                 context,
             )
         };
-        let ns = t0.elapsed().as_nanos() as u64;
+        let ns = t0.map(|t| ticks().wrapping_sub(t));
         if rc != 0 || mr.is_null() {
             refused(h);
             return rc;
@@ -404,10 +422,10 @@ pub unsafe extern "C" fn oxshim_rs_mr_regattr(
                 pass = &local;
             }
         }
-        let t0 = Instant::now();
+        let t0 = sampled().then(ticks);
         // SAFETY: forwarded, with base_mr unwrapped.
         let rc = unsafe { regattr(fid, pass, flags, mr) };
-        let ns = t0.elapsed().as_nanos() as u64;
+        let ns = t0.map(|t| ticks().wrapping_sub(t));
         if rc != 0 || mr.is_null() {
             refused(h);
             return rc;
@@ -480,7 +498,7 @@ pub unsafe extern "C" fn oxshim_rs_mr_close(ra: *mut c_void, fid: *mut fid) -> c
             closed_use(m, ra as usize, "fi_close");
             return -FI_EINVAL;
         }
-        let t0 = Instant::now();
+        let t0 = sampled().then(ticks);
         if !m.orphaned.load(Ordering::Relaxed) {
             // SAFETY: the provider's MR is open and its table static.
             let rc = unsafe {
@@ -494,17 +512,22 @@ pub unsafe extern "C" fn oxshim_rs_mr_close(ra: *mut c_void, fid: *mut fid) -> c
                 return rc;
             }
         }
-        let ns = t0.elapsed().as_nanos() as u64;
+        let ns = t0.map(|t| ticks().wrapping_sub(t));
         // SAFETY: wrappers point at hooks, which are never freed.
         let dom = unsafe { &*m.domain }.stats;
         let mut st = state();
-        st.report.domains[dom].closed_mr(fid as usize, m.len as u64, ns);
+        let moved =
+            st.report.domains[dom].closed_mr(m.slot.load(Ordering::Relaxed), m.len as u64, ns);
+        if let Some(p) = moved {
+            // SAFETY: live wrappers are valid; slots change under the lock.
+            unsafe { &*(p as *const ShimMr) }
+                .slot
+                .store(m.slot.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
         st.quarantine.push_back(fid as usize);
         if st.quarantine.len() > QUARANTINE {
             if let Some(old) = st.quarantine.pop_front() {
-                // SAFETY: created by Box::into_raw in wrap, closed, and
-                // dropped from every list.
-                drop(unsafe { Box::from_raw(old as *mut ShimMr) });
+                st.spare.push(old);
             }
         }
         0

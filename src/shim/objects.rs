@@ -454,7 +454,7 @@ pub unsafe extern "C" fn oxshim_rs_domain_close(ra: *mut c_void, fid: *mut fid) 
         };
         let live: Vec<usize> = {
             let mut st = state();
-            let live: Vec<usize> = st.report.domains[h.stats].live.iter().copied().collect();
+            let live = st.report.domains[h.stats].live.clone();
             if !live.is_empty() && !h.internal {
                 let list = super::mr::describe_list(&live);
                 let what = format!("fi_close(domain) with {} live MRs: {list}", live.len());

@@ -2,7 +2,7 @@
 //! site), and the JSON report written at exit to `OXSHIM_REPORT`.
 
 use super::{site, state};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
 /// A kind of misuse.
@@ -98,6 +98,11 @@ impl Hist {
         self.n += 1;
     }
 
+    /// Quantile `q` in nanoseconds, from clock ticks ([`super::ns_per_tick`]).
+    pub fn quantile_ns(&self, q: f64, ns_per_tick: f64) -> u64 {
+        (self.quantile(q) as f64 * ns_per_tick).round() as u64
+    }
+
     /// The lower bound of the bucket holding quantile `q` (0 when empty).
     pub fn quantile(&self, q: f64) -> u64 {
         if self.n == 0 {
@@ -126,7 +131,9 @@ pub struct DomainStats {
     pub closes: u64,
     pub refusals: u64,
     pub bytes: u64,
-    pub live: HashSet<usize>,
+    /// Open wrappers; each knows its index here ([`super::mr::ShimMr`]'s
+    /// `slot`), so that a close removes it in O(1) without hashing.
+    pub live: Vec<usize>,
     pub live_bytes: u64,
     pub peak_live: u64,
     pub peak_bytes: u64,
@@ -147,7 +154,7 @@ impl DomainStats {
             closes: 0,
             refusals: 0,
             bytes: 0,
-            live: HashSet::new(),
+            live: Vec::new(),
             live_bytes: 0,
             peak_live: 0,
             peak_bytes: 0,
@@ -157,22 +164,34 @@ impl DomainStats {
         }
     }
 
-    pub fn registered(&mut self, mr: usize, len: u64, ns: u64) {
+    /// Counts a registration; returns its slot in `live`.
+    pub fn registered(&mut self, mr: usize, len: u64, ticks: Option<u64>) -> usize {
         self.regs += 1;
         self.bytes += len;
-        self.live.insert(mr);
+        let slot = self.live.len();
+        self.live.push(mr);
         self.live_bytes += len;
         self.peak_live = self.peak_live.max(self.live.len() as u64);
         self.peak_bytes = self.peak_bytes.max(self.live_bytes);
-        self.reg_ns.add(ns);
+        if let Some(t) = ticks {
+            self.reg_ns.add(t);
+        }
+        slot
     }
 
-    pub fn closed_mr(&mut self, mr: usize, len: u64, ns: u64) {
+    /// Counts a close of the MR at `slot`; returns the MR moved into that
+    /// slot, whose own slot the caller updates.
+    pub fn closed_mr(&mut self, slot: usize, len: u64, ticks: Option<u64>) -> Option<usize> {
         self.closes += 1;
-        if self.live.remove(&mr) {
-            self.live_bytes -= len;
+        if let Some(t) = ticks {
+            self.close_ns.add(t);
         }
-        self.close_ns.add(ns);
+        if slot >= self.live.len() {
+            return None;
+        }
+        self.live.swap_remove(slot);
+        self.live_bytes -= len;
+        self.live.get(slot).copied()
     }
 }
 
@@ -247,7 +266,12 @@ fn json_mr(m: &MrInfo) -> String {
 /// The report as JSON: one entry per domain (provider, counters,
 /// latencies, findings by kind, leaked MRs) and every finding with its
 /// call site and count.
-pub fn to_json(r: &Report, internal_regs: &[u64], leaks: &[Vec<MrInfo>]) -> String {
+pub fn to_json(
+    r: &Report,
+    internal_regs: &[u64],
+    leaks: &[Vec<MrInfo>],
+    ns_per_tick: f64,
+) -> String {
     let mut o = String::from("{\n  \"tool\": \"oxfabric-shim\",\n");
     let _ = writeln!(
         o,
@@ -284,10 +308,10 @@ pub fn to_json(r: &Report, internal_regs: &[u64], leaks: &[Vec<MrInfo>]) -> Stri
             d.bytes,
             d.peak_live,
             d.peak_bytes,
-            d.reg_ns.quantile(0.5),
-            d.reg_ns.quantile(0.99),
-            d.close_ns.quantile(0.5),
-            d.close_ns.quantile(0.99),
+            d.reg_ns.quantile_ns(0.5, ns_per_tick),
+            d.reg_ns.quantile_ns(0.99, ns_per_tick),
+            d.close_ns.quantile_ns(0.5, ns_per_tick),
+            d.close_ns.quantile_ns(0.99, ns_per_tick),
             kinds.join(", "),
             leaked.join(", ")
         );
@@ -323,7 +347,7 @@ pub extern "C" fn at_exit() {
             .collect();
         let mut leaks = Vec::new();
         for i in 0..st.report.domains.len() {
-            let live: Vec<usize> = st.report.domains[i].live.iter().copied().collect();
+            let live = st.report.domains[i].live.clone();
             let infos: Vec<MrInfo> = live.iter().map(|&p| super::mr::info_of(p)).collect();
             for m in &infos {
                 let what = "MR still open at exit".to_string();
@@ -339,7 +363,7 @@ pub extern "C" fn at_exit() {
             );
         }
         if let Ok(path) = std::env::var("OXSHIM_REPORT") {
-            let text = to_json(&st.report, &internal_regs, &leaks);
+            let text = to_json(&st.report, &internal_regs, &leaks, super::ns_per_tick());
             if let Err(e) = std::fs::write(&path, text) {
                 eprintln!("oxshim: cannot write {path}: {e}");
             }
