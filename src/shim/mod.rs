@@ -211,6 +211,17 @@ pub(crate) fn classify(ra: usize) -> bool {
     let Some(info) = dl_info(ra) else {
         return false;
     };
+    // An exported fi_* function of libfabric that calls through an ops
+    // table is the exported form of a header inline (oxfabric's
+    // fi_mr_reg, fi_close, ...): its caller is the application.
+    // libfabric's own internal calls come from provider code.
+    if info
+        .symbol
+        .as_ref()
+        .is_some_and(|(s, _)| s.starts_with("fi_"))
+    {
+        return false;
+    }
     if info.base != 0 && info.base == *FABRIC_BASE {
         return true;
     }

@@ -157,11 +157,12 @@ pub(crate) fn orphan(live: &[usize]) {
     }
 }
 
-/// The hook of the domain a registration entry was called on.
+/// The hook of the domain a registration entry was called on (None: not a
+/// domain the shim hooked).
 ///
 /// # Safety
-/// `fid` is a domain whose `mr` table the shim installed.
-unsafe fn app_domain<'a>(fid: *mut fid) -> &'a DomainHook {
+/// `fid` is NULL or points to a readable `struct fid`.
+unsafe fn app_domain<'a>(fid: *mut fid) -> Option<&'a DomainHook> {
     // SAFETY: per the contract.
     unsafe { domain_hook(fid as *const fid_domain) }
 }
@@ -248,7 +249,9 @@ pub unsafe extern "C" fn oxshim_rs_mr_reg(
 ) -> c_int {
     guard(|| {
         // SAFETY: per the contract.
-        let h = unsafe { app_domain(fid) };
+        let Some(h) = (unsafe { app_domain(fid) }) else {
+            return -FI_EINVAL;
+        };
         // SAFETY: the provider's table is static.
         let Some(reg) = (unsafe { (*h.orig_mr).reg }) else {
             return -FI_ENOSYS;
@@ -315,7 +318,9 @@ pub unsafe extern "C" fn oxshim_rs_mr_regv(
 ) -> c_int {
     guard(|| {
         // SAFETY: per the contract.
-        let h = unsafe { app_domain(fid) };
+        let Some(h) = (unsafe { app_domain(fid) }) else {
+            return -FI_EINVAL;
+        };
         // SAFETY: the provider's table is static.
         let Some(regv) = (unsafe { (*h.orig_mr).regv }) else {
             return -FI_ENOSYS;
@@ -392,7 +397,9 @@ pub unsafe extern "C" fn oxshim_rs_mr_regattr(
 ) -> c_int {
     guard(|| {
         // SAFETY: per the contract.
-        let h = unsafe { app_domain(fid) };
+        let Some(h) = (unsafe { app_domain(fid) }) else {
+            return -FI_EINVAL;
+        };
         // SAFETY: the provider's table is static.
         let Some(regattr) = (unsafe { (*h.orig_mr).regattr }) else {
             return -FI_ENOSYS;
@@ -465,13 +472,15 @@ fn closed_use(m: &ShimMr, at: usize, call: &str) {
         .finding(kind, at, dom, Some(info), format!("{call} on a closed MR"));
 }
 
-/// The wrapper behind an MR fid the shim handed out.
+/// The wrapper behind an MR fid the shim handed out; None when `fid` is
+/// NULL or another object (an entry of MR_OPS called with a foreign fid).
 ///
 /// # Safety
-/// `fid` came through MR_OPS, so it is a live or quarantined wrapper.
-unsafe fn wrapper<'a>(fid: *mut fid) -> &'a ShimMr {
-    // SAFETY: per the contract.
-    unsafe { &*(fid as *const ShimMr) }
+/// `fid` is NULL or points to a readable `struct fid`.
+unsafe fn wrapper<'a>(fid: *mut fid) -> Option<&'a ShimMr> {
+    // SAFETY: per the contract; a fid with MR_OPS is a wrapper, live or
+    // in quarantine.
+    unsafe { is_shim_mr(fid).then(|| &*(fid as *const ShimMr)) }
 }
 
 /// Copies the provider's desc and key again (bind and enable may set them).
@@ -493,7 +502,9 @@ fn resync(m: &ShimMr) {
 pub unsafe extern "C" fn oxshim_rs_mr_close(ra: *mut c_void, fid: *mut fid) -> c_int {
     guard(|| {
         // SAFETY: per the contract.
-        let m = unsafe { wrapper(fid) };
+        let Some(m) = (unsafe { wrapper(fid) }) else {
+            return -FI_EINVAL;
+        };
         if m.closed.swap(true, Ordering::AcqRel) {
             closed_use(m, ra as usize, "fi_close");
             return -FI_EINVAL;
@@ -547,17 +558,18 @@ pub unsafe extern "C" fn oxshim_rs_mr_bind(
 ) -> c_int {
     guard(|| {
         // SAFETY: per the contract.
-        let m = unsafe { wrapper(fid) };
+        let Some(m) = (unsafe { wrapper(fid) }) else {
+            return -FI_EINVAL;
+        };
         if m.closed.load(Ordering::Acquire) {
             closed_use(m, ra as usize, "fi_mr_bind");
             return -FI_EINVAL;
         }
         // SAFETY: a wrapper given as the bound object is unwrapped.
         let bfid = unsafe {
-            if is_shim_mr(bfid) {
-                &mut (*wrapper(bfid).real).fid
-            } else {
-                bfid
+            match wrapper(bfid) {
+                Some(b) => &mut (*b.real).fid,
+                None => bfid,
             }
         };
         // SAFETY: the provider's MR is open and its table static.
@@ -587,7 +599,9 @@ pub unsafe extern "C" fn oxshim_rs_mr_control(
 ) -> c_int {
     guard(|| {
         // SAFETY: per the contract.
-        let m = unsafe { wrapper(fid) };
+        let Some(m) = (unsafe { wrapper(fid) }) else {
+            return -FI_EINVAL;
+        };
         if m.closed.load(Ordering::Acquire) {
             let call = match command {
                 FI_ENABLE => "fi_mr_enable",
@@ -620,7 +634,9 @@ unsafe extern "C" fn mr_ops_open(
 ) -> c_int {
     guard(|| {
         // SAFETY: only reached through MR_OPS.
-        let m = unsafe { wrapper(fid) };
+        let Some(m) = (unsafe { wrapper(fid) }) else {
+            return -FI_EINVAL;
+        };
         if m.closed.load(Ordering::Acquire) {
             closed_use(m, 0, "fi_open_ops");
             return -FI_EINVAL;
@@ -638,7 +654,9 @@ unsafe extern "C" fn mr_ops_open(
 unsafe extern "C" fn mr_tostr(fid: *const fid, buf: *mut c_char, len: size_t) -> c_int {
     guard(|| {
         // SAFETY: only reached through MR_OPS.
-        let m = unsafe { wrapper(fid as *mut fid) };
+        let Some(m) = (unsafe { wrapper(fid as *mut fid) }) else {
+            return -FI_EINVAL;
+        };
         if m.closed.load(Ordering::Acquire) {
             return -FI_EINVAL;
         }
@@ -661,7 +679,9 @@ unsafe extern "C" fn mr_ops_set(
 ) -> c_int {
     guard(|| {
         // SAFETY: only reached through MR_OPS.
-        let m = unsafe { wrapper(fid) };
+        let Some(m) = (unsafe { wrapper(fid) }) else {
+            return -FI_EINVAL;
+        };
         if m.closed.load(Ordering::Acquire) {
             return -FI_EINVAL;
         }

@@ -12,13 +12,16 @@
 use super::report::{DomainStats, Kind};
 use super::{arm_exit_report, guard, is_internal, next_symbol, state, Mode, MODE};
 use crate::abi::domain::{fi_ops_mr, fid_domain};
-use crate::abi::errno::FI_ENOSYS;
-use crate::abi::fabric::{fi_fabric_attr, fi_info, fi_ops, fi_ops_fabric, fid, fid_fabric};
+use crate::abi::errno::{FI_EINVAL, FI_ENOSYS};
+use crate::abi::fabric::{
+    fi_fabric_attr, fi_info, fi_ops, fi_ops_fabric, fid, fid_fabric, FI_CLASS_DOMAIN,
+    FI_CLASS_FABRIC,
+};
 use libc::{c_int, c_void};
 use once_cell::sync::Lazy;
 use std::ffi::CStr;
 use std::mem::{offset_of, size_of};
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 extern "C" {
     fn oxshim_tr_fabric_close(fid: *mut fid) -> c_int;
@@ -113,14 +116,63 @@ pub(crate) struct DomainHook {
     pub internal_regs: AtomicU64,
 }
 
-/// The hook of a domain whose `mr` table the shim installed.
+/// Every installed `fid.ops` copy and its hook, append-only, so that an
+/// entry reached with some other object (a test calling a domain's `reg`
+/// slot with a fabric, or NULL) is told apart without reading past a
+/// foreign table.
+static HOOKED: [(AtomicUsize, AtomicUsize); 1024] =
+    [const { (AtomicUsize::new(0), AtomicUsize::new(0)) }; 1024];
+static HOOKED_N: AtomicUsize = AtomicUsize::new(0);
+
+fn register_hook(table: usize, hook: usize) {
+    let i = HOOKED_N.fetch_add(1, Ordering::AcqRel);
+    if let Some((t, h)) = HOOKED.get(i) {
+        h.store(hook, Ordering::Relaxed);
+        t.store(table, Ordering::Release);
+    }
+}
+
+/// The hook of the object whose `fid.ops` is `f`'s, if the shim hooked it.
 ///
 /// # Safety
-/// `dom` is a domain the shim hooked and whose table is still installed.
-pub(crate) unsafe fn domain_hook<'a>(dom: *const fid_domain) -> &'a DomainHook {
+/// `f` is NULL or points to a readable `struct fid`.
+unsafe fn find_hook(f: *const fid, fclass: usize, ours: usize) -> Option<usize> {
+    if f.is_null() {
+        return None;
+    }
+    // SAFETY: per the contract.
+    let (class, ops) = unsafe { ((*f).fclass, (*f).ops as usize) };
+    if class != fclass {
+        return None;
+    }
+    let n = HOOKED_N.load(Ordering::Acquire);
+    if n > HOOKED.len() {
+        // More objects than the list holds: trust the table's owner word.
+        // SAFETY: an object of this class reaching a shim entry carries
+        // one of the shim's tables.
+        return Some(unsafe { owner_of(ops as *const c_void, ours) });
+    }
+    HOOKED[..n]
+        .iter()
+        .rev()
+        .find(|(t, _)| t.load(Ordering::Acquire) == ops)
+        .map(|(_, h)| h.load(Ordering::Relaxed))
+}
+
+/// The hook of a domain whose tables the shim installed; None for NULL, an
+/// object that is not a domain, or a domain the shim did not hook.
+///
+/// # Safety
+/// `dom` is NULL or points to a readable `struct fid`.
+pub(crate) unsafe fn domain_hook<'a>(dom: *const fid_domain) -> Option<&'a DomainHook> {
     // SAFETY: per the contract; hooks are never freed.
     unsafe {
-        &*(owner_of((*dom).fid.ops as *const c_void, size_of::<fi_ops>()) as *const DomainHook)
+        find_hook(
+            dom as *const fid,
+            FI_CLASS_DOMAIN as usize,
+            size_of::<fi_ops>(),
+        )
+        .map(|h| &*(h as *const DomainHook))
     }
 }
 
@@ -243,6 +295,7 @@ unsafe fn hook_fabric(fab: *mut fid_fabric) {
         offset_of!(fi_ops, close),
         oxshim_tr_fabric_close as *const () as usize,
     );
+    register_hook(hook.fid_ops.ptr::<fi_ops>() as usize, owner);
     // SAFETY: the copies live as long as the hook, which is never freed.
     unsafe { install_fabric(&hook) };
     state().fabrics.insert(fab as usize, hook);
@@ -258,12 +311,19 @@ unsafe fn install_fabric(h: &FabricHook) {
     }
 }
 
+/// The hook of a fabric the shim hooked (None otherwise).
+///
 /// # Safety
-/// `fabric` carries a table installed by hook_fabric.
-unsafe fn fabric_hook<'a>(fabric: *const fid_fabric) -> &'a FabricHook {
-    // SAFETY: per the contract; hooks are never freed.
+/// `fabric` is NULL or points to a readable `struct fid`.
+unsafe fn fabric_hook<'a>(fabric: *const fid_fabric) -> Option<&'a FabricHook> {
+    // SAFETY: per the contract; hooks live as long as their fabric.
     unsafe {
-        &*(owner_of((*fabric).fid.ops as *const c_void, size_of::<fi_ops>()) as *const FabricHook)
+        find_hook(
+            fabric as *const fid,
+            FI_CLASS_FABRIC as usize,
+            size_of::<fi_ops>(),
+        )
+        .map(|h| &*(h as *const FabricHook))
     }
 }
 
@@ -276,7 +336,9 @@ pub unsafe extern "C" fn oxshim_rs_fabric_close(_ra: *mut c_void, fid: *mut fid)
     guard(|| {
         let fab = fid as *mut fid_fabric;
         // SAFETY: per the contract.
-        let h = unsafe { fabric_hook(fab) };
+        let Some(h) = (unsafe { fabric_hook(fab) }) else {
+            return -FI_EINVAL;
+        };
         // SAFETY: the provider's table is static.
         let Some(close) = (unsafe { (*h.orig_fid_ops).close }) else {
             return -FI_ENOSYS;
@@ -310,7 +372,9 @@ pub unsafe extern "C" fn oxshim_rs_domain(
 ) -> c_int {
     guard(|| {
         // SAFETY: per the contract.
-        let h = unsafe { fabric_hook(fabric) };
+        let Some(h) = (unsafe { fabric_hook(fabric) }) else {
+            return -FI_EINVAL;
+        };
         // SAFETY: the provider's table is static; domain2 is read only
         // when its size covers it (the entry is installed only then).
         let rc = unsafe {
@@ -420,6 +484,7 @@ unsafe fn hook_domain(
     if let Some(t) = hook.mr_ops.as_mut() {
         super::mr::patch_mr_ops(t);
     }
+    register_hook(hook.fid_ops.ptr::<fi_ops>() as usize, owner);
     // SAFETY: the copies live as long as the hook, which is never freed.
     unsafe { install_domain(&hook) };
     st.domains.push(hook);
@@ -447,7 +512,9 @@ pub unsafe extern "C" fn oxshim_rs_domain_close(ra: *mut c_void, fid: *mut fid) 
     guard(|| {
         let dom = fid as *mut fid_domain;
         // SAFETY: per the contract.
-        let h = unsafe { domain_hook(dom) };
+        let Some(h) = (unsafe { domain_hook(dom) }) else {
+            return -FI_EINVAL;
+        };
         // SAFETY: the provider's table is static.
         let Some(close) = (unsafe { (*h.orig_fid_ops).close }) else {
             return -FI_ENOSYS;
