@@ -316,6 +316,28 @@ pub fn to_json(
             leaked.join(", ")
         );
     }
+    o.push_str("\n  ],\n  \"providers\": [");
+    // Per provider: the application's domains summed, libfabric's own
+    // registrations on every domain of that provider.
+    let mut provs: BTreeMap<&str, (u64, u64, u64, u64, u64, u64)> = BTreeMap::new();
+    for (i, d) in r.domains.iter().enumerate() {
+        let e = provs.entry(d.provider.as_str()).or_default();
+        e.0 += d.regs;
+        e.1 += internal_regs.get(i).copied().unwrap_or(0);
+        e.2 += d.closes;
+        e.3 += d.refusals;
+        e.4 += d.bytes;
+        e.5 += d.findings.values().sum::<u64>();
+    }
+    for (i, (p, (regs, internal, closes, refusals, bytes, findings))) in provs.iter().enumerate() {
+        o.push_str(if i == 0 { "\n" } else { ",\n" });
+        let _ = write!(
+            o,
+            "    {{\"provider\": {}, \"registrations\": {regs}, \"internal_registrations\": {internal}, \
+             \"closes\": {closes}, \"refusals\": {refusals}, \"bytes_registered\": {bytes}, \"findings\": {findings}}}",
+            json_str(p)
+        );
+    }
     o.push_str("\n  ],\n  \"findings\": [");
     for (i, f) in r.findings.iter().enumerate() {
         o.push_str(if i == 0 { "\n" } else { ",\n" });
