@@ -76,9 +76,10 @@ pub unsafe trait Object: Sized {
     fn fi_ops() -> *mut fi_ops;
 }
 
-/// Whether `ops` is `T`'s table, or a copy of it in which only `close` was
-/// replaced: an interposer such as liboxfabric-shim.so points an object's
-/// `fid.ops` at such a per-object copy to see its close.
+/// Whether `ops` is `T`'s table, or a copy of it in which only `close` and
+/// `bind` were replaced: an interposer such as liboxfabric-shim.so points
+/// an object's `fid.ops` at such a per-object copy to see its close and
+/// its bindings.
 ///
 /// # Safety
 /// `ops` is NULL or points to a readable `struct fi_ops` of `(*ops).size`
@@ -97,7 +98,6 @@ pub unsafe fn ops_are<T: Object>(ops: *const fi_ops) -> bool {
     unsafe {
         let (a, b) = (&*ops, &*ours);
         a.size == b.size
-            && addr(a.bind.map(|f| f as usize)) == addr(b.bind.map(|f| f as usize))
             && addr(a.control.map(|f| f as usize)) == addr(b.control.map(|f| f as usize))
             && addr(a.ops_open.map(|f| f as usize)) == addr(b.ops_open.map(|f| f as usize))
             && addr(a.tostr.map(|f| f as usize)) == addr(b.tostr.map(|f| f as usize))
