@@ -16,6 +16,7 @@
 //! where the call can be refused), `off` (patch nothing). `OXSHIM_REPORT`:
 //! a path where a JSON report is written at exit ([`report`]).
 
+pub mod eq;
 pub mod mr;
 pub mod objects;
 pub mod report;
@@ -70,6 +71,9 @@ pub(crate) struct State {
     /// Wrappers evicted from quarantine, reused by the next registrations
     /// (no allocation on the registration path once warm).
     pub spare: Vec<usize>,
+    /// Provider MR -> wrapper, for domains whose registrations complete by
+    /// event ([`eq`]).
+    pub async_mrs: HashMap<usize, usize>,
 }
 
 // SAFETY: the raw pointers in State name objects that the shim owns or that
@@ -84,6 +88,7 @@ static STATE: Lazy<Mutex<State>> = Lazy::new(|| {
         report: report::Report::default(),
         quarantine: Default::default(),
         spare: Vec::new(),
+        async_mrs: HashMap::new(),
     })
 });
 

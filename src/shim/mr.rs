@@ -10,6 +10,7 @@
 //! the application's from inside libfabric) go straight to the provider
 //! and are only counted.
 
+use super::eq::IN_FLIGHT;
 use super::objects::{domain_hook, DomainHook, TableCopy};
 use super::report::{Kind, MrInfo};
 use super::{guard, is_internal, sampled, state, ticks};
@@ -167,6 +168,37 @@ unsafe fn app_domain<'a>(fid: *mut fid) -> Option<&'a DomainHook> {
     unsafe { domain_hook(fid as *const fid_domain) }
 }
 
+/// A registration on an async domain between the provider's call and the
+/// wrapper's entry in the translation map ([`super::eq::IN_FLIGHT`]).
+struct Pending {
+    async_reg: bool,
+}
+
+impl Pending {
+    fn new(h: &DomainHook) -> Pending {
+        let async_reg = h.async_reg.load(Ordering::Acquire);
+        if async_reg {
+            IN_FLIGHT.fetch_add(1, Ordering::AcqRel);
+        }
+        Pending { async_reg }
+    }
+
+    /// The application's `*mr` holds the wrapper: events may name it.
+    fn done(&self, real: *mut fid_mr, wrapper: *mut fid_mr) {
+        if self.async_reg {
+            state().async_mrs.insert(real as usize, wrapper as usize);
+        }
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if self.async_reg {
+            IN_FLIGHT.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
 /// Wraps a registration the provider accepted and records it.
 ///
 /// # Safety
@@ -273,6 +305,7 @@ pub unsafe extern "C" fn oxshim_rs_mr_reg(
                 )
             };
         }
+        let pending = Pending::new(h);
         let t0 = sampled().then(ticks);
         // SAFETY: forwarded as received.
         let rc = unsafe {
@@ -294,7 +327,11 @@ pub unsafe extern "C" fn oxshim_rs_mr_reg(
             return rc;
         }
         // SAFETY: the provider wrote its MR to *mr.
-        unsafe { *mr = wrap(h, *mr, buf as usize, len, access, ra as usize, ns) };
+        unsafe {
+            let real = *mr;
+            *mr = wrap(h, real, buf as usize, len, access, ra as usize, ns);
+            pending.done(real, *mr);
+        }
         0
     })
 }
@@ -342,6 +379,7 @@ pub unsafe extern "C" fn oxshim_rs_mr_regv(
                 )
             };
         }
+        let pending = Pending::new(h);
         let t0 = sampled().then(ticks);
         // SAFETY: forwarded as received.
         let rc = unsafe {
@@ -365,7 +403,11 @@ pub unsafe extern "C" fn oxshim_rs_mr_regv(
         // SAFETY: the provider accepted `count` iovs, so they are readable.
         let (addr, len) = unsafe { iov_span(iov, count) };
         // SAFETY: the provider wrote its MR to *mr.
-        unsafe { *mr = wrap(h, *mr, addr, len, access, ra as usize, ns) };
+        unsafe {
+            let real = *mr;
+            *mr = wrap(h, real, addr, len, access, ra as usize, ns);
+            pending.done(real, *mr);
+        }
         0
     })
 }
@@ -429,6 +471,7 @@ pub unsafe extern "C" fn oxshim_rs_mr_regattr(
                 pass = &local;
             }
         }
+        let pending = Pending::new(h);
         let t0 = sampled().then(ticks);
         // SAFETY: forwarded, with base_mr unwrapped.
         let rc = unsafe { regattr(fid, pass, flags, mr) };
@@ -447,7 +490,11 @@ pub unsafe extern "C" fn oxshim_rs_mr_regattr(
             }
         };
         // SAFETY: the provider wrote its MR to *mr.
-        unsafe { *mr = wrap(h, *mr, addr, len, access, ra as usize, ns) };
+        unsafe {
+            let real = *mr;
+            *mr = wrap(h, real, addr, len, access, ra as usize, ns);
+            pending.done(real, *mr);
+        }
         0
     })
 }
@@ -527,6 +574,9 @@ pub unsafe extern "C" fn oxshim_rs_mr_close(ra: *mut c_void, fid: *mut fid) -> c
         // SAFETY: wrappers point at hooks, which are never freed.
         let dom = unsafe { &*m.domain }.stats;
         let mut st = state();
+        if !st.async_mrs.is_empty() {
+            st.async_mrs.remove(&(m.real as usize));
+        }
         let moved =
             st.report.domains[dom].closed_mr(m.slot.load(Ordering::Relaxed), m.len as u64, ns);
         if let Some(p) = moved {

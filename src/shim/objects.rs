@@ -11,7 +11,7 @@
 
 use super::report::{DomainStats, Kind};
 use super::{arm_exit_report, guard, is_internal, next_symbol, state, Mode, MODE};
-use crate::abi::domain::{fi_ops_mr, fid_domain};
+use crate::abi::domain::{fi_ops_mr, fid_domain, FI_REG_MR};
 use crate::abi::errno::{FI_EINVAL, FI_ENOSYS};
 use crate::abi::fabric::{
     fi_fabric_attr, fi_info, fi_ops, fi_ops_fabric, fid, fid_fabric, FI_CLASS_DOMAIN,
@@ -21,7 +21,7 @@ use libc::{c_int, c_void};
 use once_cell::sync::Lazy;
 use std::ffi::CStr;
 use std::mem::{offset_of, size_of};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 extern "C" {
     fn oxshim_tr_fabric_close(fid: *mut fid) -> c_int;
@@ -50,7 +50,7 @@ pub(crate) struct TableCopy {
 impl TableCopy {
     /// # Safety
     /// `orig` points to an ops table whose first field is its size in bytes.
-    unsafe fn new(orig: *const c_void, ours: usize, owner: usize) -> TableCopy {
+    pub(crate) unsafe fn new(orig: *const c_void, ours: usize, owner: usize) -> TableCopy {
         // SAFETY: per the contract, the first word is the table's size.
         let size = unsafe { *(orig as *const usize) };
         let n = size.max(ours).div_ceil(size_of::<usize>());
@@ -63,7 +63,13 @@ impl TableCopy {
         TableCopy { words }
     }
 
-    fn ptr<T>(&self) -> *mut T {
+    pub(crate) fn empty() -> TableCopy {
+        TableCopy {
+            words: Box::new([]),
+        }
+    }
+
+    pub(crate) fn ptr<T>(&self) -> *mut T {
         self.words.as_ptr() as *mut T
     }
 
@@ -94,7 +100,7 @@ unsafe fn owner_of(table: *const c_void, ours: usize) -> usize {
 
 pub(crate) struct FabricHook {
     fabric: *mut fid_fabric,
-    orig_ops: *mut fi_ops_fabric,
+    pub(crate) orig_ops: *mut fi_ops_fabric,
     orig_fid_ops: *mut fi_ops,
     ops: TableCopy,
     fid_ops: TableCopy,
@@ -114,6 +120,8 @@ pub(crate) struct DomainHook {
     pub stats: usize,
     /// Registrations that libfabric made on the application's behalf.
     pub internal_regs: AtomicU64,
+    /// Bound to an EQ with FI_REG_MR: registrations complete by event.
+    pub async_reg: AtomicBool,
 }
 
 /// Every installed `fid.ops` copy and its hook, append-only, so that an
@@ -124,7 +132,7 @@ static HOOKED: [(AtomicUsize, AtomicUsize); 1024] =
     [const { (AtomicUsize::new(0), AtomicUsize::new(0)) }; 1024];
 static HOOKED_N: AtomicUsize = AtomicUsize::new(0);
 
-fn register_hook(table: usize, hook: usize) {
+pub(crate) fn register_hook(table: usize, hook: usize) {
     let i = HOOKED_N.fetch_add(1, Ordering::AcqRel);
     if let Some((t, h)) = HOOKED.get(i) {
         h.store(hook, Ordering::Relaxed);
@@ -145,17 +153,23 @@ unsafe fn find_hook(f: *const fid, fclass: usize, ours: usize) -> Option<usize> 
     if class != fclass {
         return None;
     }
-    let n = HOOKED_N.load(Ordering::Acquire);
-    if n > HOOKED.len() {
+    if HOOKED_N.load(Ordering::Acquire) > HOOKED.len() {
         // More objects than the list holds: trust the table's owner word.
         // SAFETY: an object of this class reaching a shim entry carries
         // one of the shim's tables.
         return Some(unsafe { owner_of(ops as *const c_void, ours) });
     }
+    find_table(ops)
+}
+
+/// The hook that installed the table at `table`, if the shim did (None,
+/// too, once more tables were installed than the list holds).
+pub(crate) fn find_table(table: usize) -> Option<usize> {
+    let n = HOOKED_N.load(Ordering::Acquire).min(HOOKED.len());
     HOOKED[..n]
         .iter()
         .rev()
-        .find(|(t, _)| t.load(Ordering::Acquire) == ops)
+        .find(|(t, _)| t.load(Ordering::Acquire) == table)
         .map(|(_, h)| h.load(Ordering::Relaxed))
 }
 
@@ -295,6 +309,10 @@ unsafe fn hook_fabric(fab: *mut fid_fabric) {
         offset_of!(fi_ops, close),
         oxshim_tr_fabric_close as *const () as usize,
     );
+    hook.ops.set(
+        offset_of!(fi_ops_fabric, eq_open),
+        super::eq::fabric_eq_open as *const () as usize,
+    );
     register_hook(hook.fid_ops.ptr::<fi_ops>() as usize, owner);
     // SAFETY: the copies live as long as the hook, which is never freed.
     unsafe { install_fabric(&hook) };
@@ -315,7 +333,7 @@ unsafe fn install_fabric(h: &FabricHook) {
 ///
 /// # Safety
 /// `fabric` is NULL or points to a readable `struct fid`.
-unsafe fn fabric_hook<'a>(fabric: *const fid_fabric) -> Option<&'a FabricHook> {
+pub(crate) unsafe fn fabric_hook<'a>(fabric: *const fid_fabric) -> Option<&'a FabricHook> {
     // SAFETY: per the contract; hooks live as long as their fabric.
     unsafe {
         find_hook(
@@ -464,6 +482,7 @@ unsafe fn hook_domain(
         api_version,
         stats,
         internal_regs: AtomicU64::new(0),
+        async_reg: AtomicBool::new(false),
     });
     let owner = &*hook as *const DomainHook as usize;
     // SAFETY: both are the provider's ops tables.
@@ -481,6 +500,8 @@ unsafe fn hook_domain(
         offset_of!(fi_ops, close),
         oxshim_tr_domain_close as *const () as usize,
     );
+    hook.fid_ops
+        .set(offset_of!(fi_ops, bind), domain_bind as *const () as usize);
     if let Some(t) = hook.mr_ops.as_mut() {
         super::mr::patch_mr_ops(t);
     }
@@ -543,6 +564,31 @@ pub unsafe extern "C" fn oxshim_rs_domain_close(ra: *mut c_void, fid: *mut fid) 
         if rc == 0 {
             state().report.domains[h.stats].closed = true;
             super::mr::orphan(&live);
+        }
+        rc
+    })
+}
+
+/// domain->fid.ops->bind: forwarded; an EQ bound with FI_REG_MR makes the
+/// domain's registrations complete by event ([`super::eq`]).
+///
+/// # Safety
+/// As fi_domain_bind on a domain the shim hooked.
+unsafe extern "C" fn domain_bind(fid: *mut fid, bfid: *mut fid, flags: u64) -> c_int {
+    guard(|| {
+        // SAFETY: per the contract.
+        let Some(h) = (unsafe { domain_hook(fid as *const fid_domain) }) else {
+            return -FI_EINVAL;
+        };
+        // SAFETY: the provider's table is static; forwarded as received.
+        let rc = unsafe {
+            match (*h.orig_fid_ops).bind {
+                Some(f) => f(fid, bfid, flags),
+                None => return -FI_ENOSYS,
+            }
+        };
+        if rc == 0 && flags & FI_REG_MR != 0 {
+            h.async_reg.store(true, Ordering::Release);
         }
         rc
     })
