@@ -60,7 +60,9 @@ pub(crate) static MODE: Lazy<Mode> =
 /// Everything the shim knows, behind one lock. The lock is never held
 /// across a call into the provider: providers call back into the shim.
 pub(crate) struct State {
-    pub fabrics: HashMap<usize, Box<objects::FabricHook>>,
+    /// Every fabric hooked; never freed, like the domains' hooks.
+    #[allow(clippy::vec_box)]
+    pub fabrics: Vec<Box<objects::FabricHook>>,
     /// Every domain hooked, in order; never freed (see [`objects`]). Boxed:
     /// the tables hold each hook's address, which must not move.
     #[allow(clippy::vec_box)]
@@ -83,7 +85,7 @@ unsafe impl Send for State {}
 
 static STATE: Lazy<Mutex<State>> = Lazy::new(|| {
     Mutex::new(State {
-        fabrics: HashMap::new(),
+        fabrics: Vec::new(),
         domains: Vec::new(),
         report: report::Report::default(),
         quarantine: Default::default(),

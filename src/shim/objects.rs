@@ -316,7 +316,7 @@ unsafe fn hook_fabric(fab: *mut fid_fabric) {
     register_hook(hook.fid_ops.ptr::<fi_ops>() as usize, owner);
     // SAFETY: the copies live as long as the hook, which is never freed.
     unsafe { install_fabric(&hook) };
-    state().fabrics.insert(fab as usize, hook);
+    state().fabrics.push(hook);
 }
 
 /// # Safety
@@ -334,7 +334,7 @@ unsafe fn install_fabric(h: &FabricHook) {
 /// # Safety
 /// `fabric` is NULL or points to a readable `struct fid`.
 pub(crate) unsafe fn fabric_hook<'a>(fabric: *const fid_fabric) -> Option<&'a FabricHook> {
-    // SAFETY: per the contract; hooks live as long as their fabric.
+    // SAFETY: per the contract; hooks are never freed.
     unsafe {
         find_hook(
             fabric as *const fid,
