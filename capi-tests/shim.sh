@@ -10,7 +10,8 @@
 #  - Debian's fi_pingpong over tcp;ofi_rxm, two processes on 127.0.0.1, run
 #    under another name (other people's cleanups kill fi_* processes): zero
 #    findings, libfabric's own registrations counted apart; the same between
-#    two network namespaces joined by a veth pair, where permitted.
+#    two network namespaces joined by a veth pair, where permitted;
+#  - Open MPI's ping-pong (shim_mpi.c) over its ofi MTL, where installed.
 # Usage: capi-tests/shim.sh   (BUILD=build, after `make lib`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -199,6 +200,27 @@ if ip netns add "$NA" 2>/dev/null; then
 	fi
 else
 	echo "skip  two network namespaces: ip netns add not permitted here"
+fi
+
+# Open MPI (Debian's, ofi MTL over tcp;ofi_rxm), two ranks, the shim
+# preloaded into both; skipped where Open MPI is not installed.
+if command -v mpicc >/dev/null && command -v mpirun >/dev/null; then
+	mpicc -O1 -Wall -Wextra -Werror -o "$OUT/shim_mpi" capi-tests/shim_mpi.c
+	rm -f "$OUT"/mpi-*.json
+	t="Open MPI 2 ranks, mtl ofi over tcp;ofi_rxm, under the shim: ok, zero findings in each rank"
+	if timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 --mca pml cm --mca mtl ofi \
+		--mca mtl_ofi_provider_include "tcp;ofi_rxm" -x LD_PRELOAD="$SHIM" \
+		-x OXSHIM_REPORT="$OUT/mpi-%p.json" "$OUT/shim_mpi" >"$OUT/mpi.log" 2>&1 &&
+		grep -q "pingpong ok" "$OUT/mpi.log" &&
+		[ "$(ls "$OUT"/mpi-*.json | wc -l)" = 2 ] &&
+		jq -s -e 'all(.[]; (.findings | length == 0) and (.domains | length > 0))' \
+			"$OUT"/mpi-*.json >/dev/null; then
+		ok "$t"
+	else
+		bad "$t" "$OUT/mpi.log"
+	fi
+else
+	echo "skip  Open MPI: mpicc/mpirun not installed"
 fi
 
 echo "shim.sh: $pass passed, $fail failed"

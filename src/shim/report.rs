@@ -385,6 +385,8 @@ pub extern "C" fn at_exit() {
             );
         }
         if let Ok(path) = std::env::var("OXSHIM_REPORT") {
+            // `%p`: the process id, so that each rank of a job has its own.
+            let path = path.replace("%p", &std::process::id().to_string());
             let text = to_json(&st.report, &internal_regs, &leaks, super::ns_per_tick());
             if let Err(e) = std::fs::write(&path, text) {
                 eprintln!("oxshim: cannot write {path}: {e}");
