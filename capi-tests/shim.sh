@@ -6,6 +6,7 @@
 #    code, and the finding in the JSON report with its count and call site;
 #  - a clean run of each, and one with OXSHIM_MODE=off (nothing patched,
 #    no report);
+#  - a double close and a clean run on Debian's shm, sockets and udp;ofi_rxd;
 #  - 19 of oxfabric's own C suites on oxshm with the shim preloaded;
 #  - Debian's fi_pingpong over tcp;ofi_rxm, two processes on 127.0.0.1, run
 #    under another name (other people's cleanups kill fi_* processes): zero
@@ -55,9 +56,10 @@ run() {
 	case $stack in
 	tcp) prov="tcp;ofi_rxm" ;;
 	oxshm) prov=oxshm; libpath=$PWD/$BUILD ;;
+	*) prov=$stack ;;
 	esac
-	LOG=$OUT/$stack-$mode-$case.log
-	REPORT=$OUT/$stack-$mode-$case.json
+	LOG=$OUT/${stack//;/+}-$mode-$case.log
+	REPORT=$OUT/${stack//;/+}-$mode-$case.json
 	rm -f "$REPORT"
 	env ${libpath:+LD_LIBRARY_PATH=$libpath} LD_PRELOAD="$SHIM" OXSHIM_MODE="$mode" \
 		OXSHIM_REPORT="$REPORT" EXPECT_RC="$expect" \
@@ -104,6 +106,17 @@ for stack in tcp oxshm; do
 
 	t="$stack off clean: nothing patched, no report"
 	if run $stack off clean 0 && [ ! -e "$REPORT" ]; then ok "$t"; else bad "$t" "$LOG"; fi
+done
+
+# Debian's other providers: a double close caught, a clean run clean.
+for stack in shm sockets "udp;ofi_rxd"; do
+	t="$stack report double_close and clean"
+	if run "$stack" report double_close -22 && finding "$REPORT" double_close 1 misuse_double_close &&
+		run "$stack" report clean 0 && jq -e '.findings | length == 0' "$REPORT" >/dev/null; then
+		ok "$t"
+	else
+		bad "$t" "$LOG"
+	fi
 done
 
 # Transparency: oxfabric's own C suites (built with its headers, whose
