@@ -14,7 +14,7 @@ STATICLIB := target/release/liboxfabric.a
 LIB := $(BUILD)/libfabric.so.1
 CFLAGS_TEST := -Wall -Wextra -Werror -g -O1
 
-.PHONY: all lib headers headers-check install run test test-rust test-c test-exports \
+.PHONY: all lib shim test-shim headers headers-check install run test test-rust test-c test-exports \
 	test-upstream-bin test-fabtests test-install test-layout test-stress-smoke lint deps bench clean \
 	fuzz fuzz-smoke stress
 
@@ -35,7 +35,24 @@ $(LIB): $(STATICLIB) fabric.map src/capi/variadic.c
 		-Wl,--gc-sections -Wl,-z,defs -lpthread -ldl -lm -lgcc_s -lc
 	ln -sf libfabric.so.1 $(BUILD)/libfabric.so
 
-lib: $(LIB)
+# liboxfabric-shim.so: the same crate built with the `shim` feature (src/shim
+# in place of capi/ and prov/), in its own target dir, linked under its own
+# SONAME and version script.
+SHIM_STATICLIB := target/shim/release/liboxfabric.a
+SHIM := $(BUILD)/liboxfabric-shim.so
+
+$(SHIM_STATICLIB): FORCE
+	$(CARGO) build --release --features shim --lib --target-dir target/shim
+
+$(SHIM): $(SHIM_STATICLIB) shim.map src/shim/entry.c
+	@mkdir -p $(BUILD)
+	$(CC) -shared -fPIC -O2 -Wall -Wextra -o $@ src/shim/entry.c $(SHIM_STATICLIB) \
+		-Wl,--version-script=shim.map -Wl,-soname,liboxfabric-shim.so \
+		-Wl,--gc-sections -Wl,-z,defs -lpthread -ldl -lm -lgcc_s -lc
+
+lib: $(LIB) $(SHIM)
+
+shim: $(SHIM)
 
 # The headers are written by build.rs on every cargo build.
 headers:
@@ -54,6 +71,7 @@ headers-check: headers
 install: lib
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig $(DESTDIR)$(PREFIX)/include/rdma
 	install -m 0755 $(LIB) $(DESTDIR)$(PREFIX)/lib/libfabric.so.1
+	install -m 0755 $(SHIM) $(DESTDIR)$(PREFIX)/lib/liboxfabric-shim.so
 	ln -sf libfabric.so.1 $(DESTDIR)$(PREFIX)/lib/libfabric.so
 	install -m 0644 include/rdma/*.h $(DESTDIR)$(PREFIX)/include/rdma/
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' pkgconfig/libfabric.pc.in \
@@ -80,12 +98,13 @@ $(UPSTREAM)/.done:
 	bash ../shared/tools/upstream-libfabric.sh $(UPSTREAM) | tail -2
 	@touch $@
 
-test: deps headers-check lint test-rust test-layout test-c test-stress-smoke test-exports test-upstream-bin test-fabtests test-install fuzz-smoke
+test: deps headers-check lint test-rust test-layout test-c test-stress-smoke test-exports test-shim test-upstream-bin test-fabtests test-install fuzz-smoke
 	@echo "make test: all suites passed"
 
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --release --features shim --lib --target-dir target/shim -- -D warnings
 
 test-rust: deps
 	OXFABRIC_LAYOUT_2_1=$(abspath $(UPSTREAM))/2.1/include OXFABRIC_LAYOUT_1_17=/usr/include \
@@ -100,6 +119,12 @@ test-c: deps lib
 
 test-exports: lib
 	bash capi-tests/exports.sh $(LIB)
+
+# liboxfabric-shim.so over Debian's libfabric (tcp;ofi_rxm) and over
+# oxfabric's (oxshm): misuse programs in report and strict mode, a clean
+# fi_pingpong, the export list.
+test-shim: deps lib
+	BUILD=$(BUILD) bash capi-tests/shim.sh
 
 test-upstream-bin: deps lib
 	bash capi-tests/upstream-bin.sh $(BUILD)
@@ -193,6 +218,7 @@ bench: lib deps
 	BUILD=$(BUILD) bash bench/run.sh
 	BUILD=$(BUILD) bash bench/rma_run.sh
 	BUILD=$(BUILD) bash bench/cache_run.sh
+	BUILD=$(BUILD) bash bench/shim_run.sh
 	$(CARGO) bench --bench verify
 
 clean:

@@ -22,6 +22,7 @@ check() { local what=$1; shift; if "$@"; then pass; else fail "$what"; fi; }
 $MAKE -s install PREFIX="$prefix" >"$tmp/make.log" 2>&1 || { cat "$tmp/make.log"; exit 1; }
 
 check "lib/libfabric.so.1 installed" test -f "$prefix/lib/libfabric.so.1"
+check "lib/liboxfabric-shim.so installed" test -f "$prefix/lib/liboxfabric-shim.so"
 check "lib/libfabric.so -> libfabric.so.1" \
 	test "$(readlink "$prefix/lib/libfabric.so")" = libfabric.so.1
 check "lib/pkgconfig/libfabric.pc installed" test -f "$prefix/lib/pkgconfig/libfabric.pc"

@@ -6,11 +6,18 @@
 //! [`abi`] (`#[repr(C)]` mirrors of libfabric's public headers).
 
 pub mod abi;
+// The shim build (feature `shim`) links liboxfabric-shim.so, which wraps
+// another libfabric instead of being one: it leaves out the exports and the
+// provider, whose `fi_*` names would collide with its own.
+#[cfg(not(feature = "shim"))]
 pub mod capi;
 pub mod error;
 pub mod errstr;
 pub mod mr;
+#[cfg(not(feature = "shim"))]
 pub mod prov;
+#[cfg(feature = "shim")]
+pub mod shim;
 #[macro_use]
 pub mod log;
 pub mod param;

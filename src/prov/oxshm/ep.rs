@@ -370,7 +370,8 @@ impl Bound {
         // SAFETY: the object is held by this binding, so it is live and
         // starts with its struct fid.
         let f = unsafe { self.fid.as_ref() };
-        if f.fclass != T::FCLASS || f.ops != T::fi_ops() {
+        // SAFETY: f.ops is the live object's table.
+        if f.fclass != T::FCLASS || !unsafe { super::object::ops_are::<T>(f.ops) } {
             return None;
         }
         // SAFETY: class and ops are T's, so the object is a T.

@@ -76,6 +76,35 @@ pub unsafe trait Object: Sized {
     fn fi_ops() -> *mut fi_ops;
 }
 
+/// Whether `ops` is `T`'s table, or a copy of it in which only `close` and
+/// `bind` were replaced: an interposer such as liboxfabric-shim.so points
+/// an object's `fid.ops` at such a per-object copy to see its close and
+/// its bindings.
+///
+/// # Safety
+/// `ops` is NULL or points to a readable `struct fi_ops` of `(*ops).size`
+/// bytes (any provider's).
+pub unsafe fn ops_are<T: Object>(ops: *const fi_ops) -> bool {
+    let ours = T::fi_ops() as *const fi_ops;
+    if ops == ours {
+        return true;
+    }
+    if ops.is_null() {
+        return false;
+    }
+    let addr = |f: Option<usize>| f.unwrap_or(0);
+    // SAFETY: ours is a static table; ops is readable (contract), and its
+    // slots are read only when its size covers them.
+    unsafe {
+        let (a, b) = (&*ops, &*ours);
+        a.size == b.size
+            && addr(a.control.map(|f| f as usize)) == addr(b.control.map(|f| f as usize))
+            && addr(a.ops_open.map(|f| f as usize)) == addr(b.ops_open.map(|f| f as usize))
+            && addr(a.tostr.map(|f| f as usize)) == addr(b.tostr.map(|f| f as usize))
+            && addr(a.ops_set.map(|f| f as usize)) == addr(b.ops_set.map(|f| f as usize))
+    }
+}
+
 /// Checks that `p` is a live oxshm object of type `T` and returns it.
 ///
 /// # Safety
@@ -100,7 +129,7 @@ pub unsafe fn from_fid<'a, T: Object>(p: *const fid) -> Result<&'a T> {
     }
     // SAFETY: an object of this class whose ops are ours is one of our T
     // (checked next through the tag, which lives inside T).
-    if unsafe { (*p).ops } != T::fi_ops() {
+    if !unsafe { ops_are::<T>((*p).ops) } {
         crate::ox_log!(
             Warn,
             Core,

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# What liboxfabric-shim.so adds to a registration and a close (`make bench`).
+#
+# bench/shim_bench.c, built against Debian's headers and library, runs on
+# Debian's tcp;ofi_rxm and on oxfabric's oxshm, RUNS times each without and
+# with the shim preloaded, interleaved; each figure is the median over the
+# runs of each run's median. The target (issue 13) is <= 60 ns added per
+# registration; a MISS is informative and does not fail the run.
+#   result <stack> <metric> <without> <with> <added> <target> <PASS|MISS|->
+# Environment: BUILD (default build), RUNS (default 5), ROUNDS, BATCH.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BUILD=${BUILD:-build}
+SHIM=$PWD/$BUILD/liboxfabric-shim.so
+OUT=$PWD/$BUILD/bench
+RUNS=${RUNS:-5}
+ROUNDS=${ROUNDS:-200}
+BATCH=${BATCH:-64}
+mkdir -p "$OUT"
+cc -std=c11 -Wall -Wextra -Werror -O2 -o "$OUT/shim_bench" bench/shim_bench.c -lfabric
+
+med() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+for stack in tcp oxshm; do
+	prov="tcp;ofi_rxm"
+	libpath=""
+	[ $stack = oxshm ] && { prov=oxshm; libpath=$PWD/$BUILD; }
+	: >"$OUT/shim-$stack-without.txt"
+	: >"$OUT/shim-$stack-with.txt"
+	for ((r = 0; r < RUNS; r++)); do
+		env ${libpath:+LD_LIBRARY_PATH=$libpath} "$OUT/shim_bench" "$prov" "$ROUNDS" "$BATCH" \
+			>>"$OUT/shim-$stack-without.txt"
+		env ${libpath:+LD_LIBRARY_PATH=$libpath} LD_PRELOAD="$SHIM" \
+			"$OUT/shim_bench" "$prov" "$ROUNDS" "$BATCH" >>"$OUT/shim-$stack-with.txt"
+	done
+	for m in reg_ns close_ns pair_ns; do
+		a=$(sed -n "s/.*$m=\([0-9]*\).*/\1/p" "$OUT/shim-$stack-without.txt" | med)
+		b=$(sed -n "s/.*$m=\([0-9]*\).*/\1/p" "$OUT/shim-$stack-with.txt" | med)
+		d=$((b - a))
+		target=- verdict=-
+		if [ $m = reg_ns ]; then
+			target=60
+			verdict=$([ $d -le 60 ] && echo PASS || echo MISS)
+		fi
+		echo "result $stack $m $a $b $d $target $verdict"
+	done
+done

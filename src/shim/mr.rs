@@ -1,0 +1,751 @@
+//! The application's memory regions: each registration it makes is handed
+//! back as a shim-owned `struct fid_mr` ([`ShimMr`]) whose `mem_desc` and
+//! `key` are copies of the provider's (upstream's inline fi_mr_desc and
+//! fi_mr_key read them directly) and whose fid ops are the shim's. After
+//! close the wrapper stays in quarantine, so a second close or a bind,
+//! refresh, enable or fi_control on it is caught, refused with -FI_EINVAL
+//! in every mode, and never reaches the provider.
+//!
+//! Registrations that libfabric makes itself (on its own domains, or on
+//! the application's from inside libfabric) go straight to the provider
+//! and are only counted.
+
+use super::eq::IN_FLIGHT;
+use super::objects::{domain_hook, DomainHook, TableCopy};
+use super::report::{Kind, MrInfo};
+use super::{guard, is_internal, sampled, state, ticks};
+use crate::abi::domain::{fi_mr_attr, fi_ops_mr, fid_domain, fid_mr, FI_MR_DMABUF};
+use crate::abi::errno::{FI_EINVAL, FI_ENOSYS};
+use crate::abi::fabric::{fi_ops, fid, FI_ENABLE, FI_REFRESH};
+use libc::{c_char, c_int, c_void, iovec, size_t};
+use std::mem::{offset_of, size_of};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+/// Closed wrappers kept before the oldest is freed: a double close or a use
+/// after close is caught while the wrapper is among the last QUARANTINE
+/// closed. 8192 wrappers (about 1 MiB) keep the memory that new wrappers
+/// reuse warm in cache.
+pub const QUARANTINE: usize = 1 << 13;
+
+/// What the application holds for a registration.
+#[repr(C)]
+pub(crate) struct ShimMr {
+    /// The application's view: the provider's desc and key, the shim's ops.
+    pub mr: fid_mr,
+    pub real: *mut fid_mr,
+    pub domain: *const DomainHook,
+    pub addr: usize,
+    pub len: usize,
+    pub access: u64,
+    pub reg_site: usize,
+    pub closed: AtomicBool,
+    /// Index in its domain's live list (changed under the state lock).
+    pub slot: AtomicUsize,
+    /// Its domain was closed under it: the provider's object is gone.
+    pub orphaned: AtomicBool,
+}
+
+extern "C" {
+    fn oxshim_tr_mr_reg(
+        fid: *mut fid,
+        buf: *const c_void,
+        len: size_t,
+        access: u64,
+        offset: u64,
+        requested_key: u64,
+        flags: u64,
+        mr: *mut *mut fid_mr,
+        context: *mut c_void,
+    ) -> c_int;
+    fn oxshim_tr_mr_regv(
+        fid: *mut fid,
+        iov: *const iovec,
+        count: size_t,
+        access: u64,
+        offset: u64,
+        requested_key: u64,
+        flags: u64,
+        mr: *mut *mut fid_mr,
+        context: *mut c_void,
+    ) -> c_int;
+    fn oxshim_tr_mr_regattr(
+        fid: *mut fid,
+        attr: *const fi_mr_attr,
+        flags: u64,
+        mr: *mut *mut fid_mr,
+    ) -> c_int;
+    fn oxshim_tr_mr_close(fid: *mut fid) -> c_int;
+    fn oxshim_tr_mr_bind(fid: *mut fid, bfid: *mut fid, flags: u64) -> c_int;
+    fn oxshim_tr_mr_control(fid: *mut fid, command: c_int, arg: *mut c_void) -> c_int;
+}
+
+struct OpsTable(fi_ops);
+// SAFETY: the table is never written; it holds only function pointers.
+unsafe impl Sync for OpsTable {}
+
+static MR_OPS: OpsTable = OpsTable(fi_ops {
+    size: size_of::<fi_ops>(),
+    close: Some(oxshim_tr_mr_close),
+    bind: Some(oxshim_tr_mr_bind),
+    control: Some(oxshim_tr_mr_control),
+    ops_open: Some(mr_ops_open),
+    tostr: Some(mr_tostr),
+    ops_set: Some(mr_ops_set),
+});
+
+fn mr_ops_ptr() -> *mut fi_ops {
+    &MR_OPS.0 as *const fi_ops as *mut fi_ops
+}
+
+/// Whether `fid` is one of the shim's wrappers.
+///
+/// # Safety
+/// `fid` is NULL or points to a readable fid.
+pub(crate) unsafe fn is_shim_mr(fid: *const fid) -> bool {
+    // SAFETY: per the contract.
+    !fid.is_null() && unsafe { (*fid).ops } == mr_ops_ptr()
+}
+
+/// Points a domain's copied `mr` table at the shim's entries.
+pub(crate) fn patch_mr_ops(t: &mut TableCopy) {
+    t.set(
+        offset_of!(fi_ops_mr, reg),
+        oxshim_tr_mr_reg as *const () as usize,
+    );
+    t.set(
+        offset_of!(fi_ops_mr, regv),
+        oxshim_tr_mr_regv as *const () as usize,
+    );
+    t.set(
+        offset_of!(fi_ops_mr, regattr),
+        oxshim_tr_mr_regattr as *const () as usize,
+    );
+}
+
+pub(crate) fn info_of(p: usize) -> MrInfo {
+    // SAFETY: live and quarantined wrappers are valid.
+    let m = unsafe { &*(p as *const ShimMr) };
+    MrInfo {
+        addr: m.addr,
+        len: m.len,
+        access: m.access,
+        key: m.mr.key,
+        reg_site: m.reg_site,
+    }
+}
+
+/// A short list of MRs for a log line (the first 8).
+pub(crate) fn describe_list(live: &[usize]) -> String {
+    let mut s: Vec<String> = live
+        .iter()
+        .take(8)
+        .map(|&p| info_of(p).describe())
+        .collect();
+    if live.len() > 8 {
+        s.push(format!("and {} more", live.len() - 8));
+    }
+    s.join("; ")
+}
+
+/// Marks MRs whose domain the provider closed: their provider objects are
+/// gone, so a later close is recorded but not forwarded.
+pub(crate) fn orphan(live: &[usize]) {
+    for &p in live {
+        // SAFETY: live wrappers are valid.
+        unsafe { &*(p as *const ShimMr) }
+            .orphaned
+            .store(true, Ordering::Relaxed);
+    }
+}
+
+/// The hook of the domain a registration entry was called on (None: not a
+/// domain the shim hooked).
+///
+/// # Safety
+/// `fid` is NULL or points to a readable `struct fid`.
+unsafe fn app_domain<'a>(fid: *mut fid) -> Option<&'a DomainHook> {
+    // SAFETY: per the contract.
+    unsafe { domain_hook(fid as *const fid_domain) }
+}
+
+/// A registration on an async domain between the provider's call and the
+/// wrapper's entry in the translation map ([`super::eq::IN_FLIGHT`]).
+struct Pending {
+    async_reg: bool,
+}
+
+impl Pending {
+    fn new(h: &DomainHook) -> Pending {
+        let async_reg = h.async_reg.load(Ordering::Acquire);
+        if async_reg {
+            IN_FLIGHT.fetch_add(1, Ordering::AcqRel);
+        }
+        Pending { async_reg }
+    }
+
+    /// The application's `*mr` holds the wrapper: events may name it.
+    fn done(&self, real: *mut fid_mr, wrapper: *mut fid_mr) {
+        if self.async_reg {
+            state().async_mrs.insert(real as usize, wrapper as usize);
+        }
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if self.async_reg {
+            IN_FLIGHT.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
+
+/// Wraps a registration the provider accepted and records it.
+///
+/// # Safety
+/// `real` is the provider's new MR on `h`'s domain.
+unsafe fn wrap(
+    h: &DomainHook,
+    real: *mut fid_mr,
+    addr: usize,
+    len: usize,
+    access: u64,
+    ra: usize,
+    ns: Option<u64>,
+) -> *mut fid_mr {
+    // SAFETY: per the contract.
+    let (fclass, context, mem_desc, key) = unsafe {
+        (
+            (*real).fid.fclass,
+            (*real).fid.context,
+            (*real).mem_desc,
+            (*real).key,
+        )
+    };
+    let value = ShimMr {
+        mr: fid_mr {
+            fid: fid {
+                fclass,
+                context,
+                ops: mr_ops_ptr(),
+            },
+            mem_desc,
+            key,
+        },
+        real,
+        domain: h,
+        addr,
+        len,
+        access,
+        reg_site: ra,
+        closed: AtomicBool::new(false),
+        slot: AtomicUsize::new(0),
+        orphaned: AtomicBool::new(false),
+    };
+    let mut st = state();
+    let w = match st.spare.pop() {
+        // SAFETY: a spare is a wrapper evicted from quarantine, which
+        // nothing references any more.
+        Some(p) => unsafe {
+            let p = p as *mut ShimMr;
+            p.write(value);
+            p
+        },
+        None => Box::into_raw(Box::new(value)),
+    };
+    let slot = st.report.domains[h.stats].registered(w as usize, len as u64, ns);
+    // SAFETY: w is not yet visible to the application.
+    unsafe { (*w).slot.store(slot, Ordering::Relaxed) };
+    w as *mut fid_mr
+}
+
+fn refused(h: &DomainHook) {
+    state().report.domains[h.stats].refusals += 1;
+}
+
+/// domain->mr->reg.
+///
+/// # Safety
+/// As fi_mr_reg on a domain the shim hooked.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn oxshim_rs_mr_reg(
+    ra: *mut c_void,
+    fid: *mut fid,
+    buf: *const c_void,
+    len: size_t,
+    access: u64,
+    offset: u64,
+    requested_key: u64,
+    flags: u64,
+    mr: *mut *mut fid_mr,
+    context: *mut c_void,
+) -> c_int {
+    guard(|| {
+        // SAFETY: per the contract.
+        let Some(h) = (unsafe { app_domain(fid) }) else {
+            return -FI_EINVAL;
+        };
+        // SAFETY: the provider's table is static.
+        let Some(reg) = (unsafe { (*h.orig_mr).reg }) else {
+            return -FI_ENOSYS;
+        };
+        if h.internal || is_internal(ra as usize) {
+            h.internal_regs.fetch_add(1, Ordering::Relaxed);
+            // SAFETY: forwarded as received.
+            return unsafe {
+                reg(
+                    fid,
+                    buf,
+                    len,
+                    access,
+                    offset,
+                    requested_key,
+                    flags,
+                    mr,
+                    context,
+                )
+            };
+        }
+        let pending = Pending::new(h);
+        let t0 = sampled().then(ticks);
+        // SAFETY: forwarded as received.
+        let rc = unsafe {
+            reg(
+                fid,
+                buf,
+                len,
+                access,
+                offset,
+                requested_key,
+                flags,
+                mr,
+                context,
+            )
+        };
+        let ns = t0.map(|t| ticks().wrapping_sub(t));
+        if rc != 0 || mr.is_null() {
+            refused(h);
+            return rc;
+        }
+        // SAFETY: the provider wrote its MR to *mr.
+        unsafe {
+            let real = *mr;
+            *mr = wrap(h, real, buf as usize, len, access, ra as usize, ns);
+            pending.done(real, *mr);
+        }
+        0
+    })
+}
+
+/// domain->mr->regv.
+///
+/// # Safety
+/// As fi_mr_regv on a domain the shim hooked.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn oxshim_rs_mr_regv(
+    ra: *mut c_void,
+    fid: *mut fid,
+    iov: *const iovec,
+    count: size_t,
+    access: u64,
+    offset: u64,
+    requested_key: u64,
+    flags: u64,
+    mr: *mut *mut fid_mr,
+    context: *mut c_void,
+) -> c_int {
+    guard(|| {
+        // SAFETY: per the contract.
+        let Some(h) = (unsafe { app_domain(fid) }) else {
+            return -FI_EINVAL;
+        };
+        // SAFETY: the provider's table is static.
+        let Some(regv) = (unsafe { (*h.orig_mr).regv }) else {
+            return -FI_ENOSYS;
+        };
+        if h.internal || is_internal(ra as usize) {
+            h.internal_regs.fetch_add(1, Ordering::Relaxed);
+            // SAFETY: forwarded as received.
+            return unsafe {
+                regv(
+                    fid,
+                    iov,
+                    count,
+                    access,
+                    offset,
+                    requested_key,
+                    flags,
+                    mr,
+                    context,
+                )
+            };
+        }
+        let pending = Pending::new(h);
+        let t0 = sampled().then(ticks);
+        // SAFETY: forwarded as received.
+        let rc = unsafe {
+            regv(
+                fid,
+                iov,
+                count,
+                access,
+                offset,
+                requested_key,
+                flags,
+                mr,
+                context,
+            )
+        };
+        let ns = t0.map(|t| ticks().wrapping_sub(t));
+        if rc != 0 || mr.is_null() {
+            refused(h);
+            return rc;
+        }
+        // SAFETY: the provider accepted `count` iovs, so they are readable.
+        let (addr, len) = unsafe { iov_span(iov, count) };
+        // SAFETY: the provider wrote its MR to *mr.
+        unsafe {
+            let real = *mr;
+            *mr = wrap(h, real, addr, len, access, ra as usize, ns);
+            pending.done(real, *mr);
+        }
+        0
+    })
+}
+
+/// First address and total length of an iov list.
+///
+/// # Safety
+/// `iov` holds `count` readable entries (or count is 0).
+unsafe fn iov_span(iov: *const iovec, count: usize) -> (usize, usize) {
+    if iov.is_null() || count == 0 {
+        return (0, 0);
+    }
+    // SAFETY: per the contract.
+    let v = unsafe { std::slice::from_raw_parts(iov, count) };
+    (v[0].iov_base as usize, v.iter().map(|e| e.iov_len).sum())
+}
+
+/// domain->mr->regattr; a wrapper given as `base_mr` is unwrapped.
+///
+/// # Safety
+/// As fi_mr_regattr on a domain the shim hooked.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn oxshim_rs_mr_regattr(
+    ra: *mut c_void,
+    fid: *mut fid,
+    attr: *const fi_mr_attr,
+    flags: u64,
+    mr: *mut *mut fid_mr,
+) -> c_int {
+    guard(|| {
+        // SAFETY: per the contract.
+        let Some(h) = (unsafe { app_domain(fid) }) else {
+            return -FI_EINVAL;
+        };
+        // SAFETY: the provider's table is static.
+        let Some(regattr) = (unsafe { (*h.orig_mr).regattr }) else {
+            return -FI_ENOSYS;
+        };
+        if h.internal || is_internal(ra as usize) {
+            h.internal_regs.fetch_add(1, Ordering::Relaxed);
+            // SAFETY: forwarded as received.
+            return unsafe { regattr(fid, attr, flags, mr) };
+        }
+        let mut local;
+        let mut pass = attr;
+        // base_mr exists from API 2.0 on.
+        if !attr.is_null() && h.api_version >= (2 << 16) {
+            // SAFETY: an API >= 2.0 caller's fi_mr_attr has base_mr.
+            let base = unsafe { (*attr).base_mr };
+            // SAFETY: base_mr is NULL or an MR the application holds.
+            if unsafe { is_shim_mr(base as *const fid) } {
+                // SAFETY: as above: one of the shim's wrappers.
+                let b = unsafe { &*(base as *const ShimMr) };
+                if b.closed.load(Ordering::Relaxed) {
+                    closed_use(b, ra as usize, "fi_mr_regattr(base_mr)");
+                    return -FI_EINVAL;
+                }
+                // SAFETY: the caller's attr is a whole API >= 2.0 fi_mr_attr.
+                local = unsafe { std::ptr::read(attr) };
+                local.base_mr = b.real;
+                pass = &local;
+            }
+        }
+        let pending = Pending::new(h);
+        let t0 = sampled().then(ticks);
+        // SAFETY: forwarded, with base_mr unwrapped.
+        let rc = unsafe { regattr(fid, pass, flags, mr) };
+        let ns = t0.map(|t| ticks().wrapping_sub(t));
+        if rc != 0 || mr.is_null() {
+            refused(h);
+            return rc;
+        }
+        let (addr, len, access) = if attr.is_null() || flags & FI_MR_DMABUF != 0 {
+            (0, 0, 0)
+        } else {
+            // SAFETY: the provider accepted attr and its iovs.
+            unsafe {
+                let (a, l) = iov_span((*attr).__anon_mr_iov.mr_iov, (*attr).iov_count);
+                (a, l, (*attr).access)
+            }
+        };
+        // SAFETY: the provider wrote its MR to *mr.
+        unsafe {
+            let real = *mr;
+            *mr = wrap(h, real, addr, len, access, ra as usize, ns);
+            pending.done(real, *mr);
+        }
+        0
+    })
+}
+
+fn closed_use(m: &ShimMr, at: usize, call: &str) {
+    // SAFETY: wrappers point at hooks, which are never freed.
+    let dom = unsafe { &*m.domain }.stats;
+    let info = MrInfo {
+        addr: m.addr,
+        len: m.len,
+        access: m.access,
+        key: m.mr.key,
+        reg_site: m.reg_site,
+    };
+    let kind = if call == "fi_close" {
+        Kind::DoubleClose
+    } else {
+        Kind::ClosedMrUse
+    };
+    state()
+        .report
+        .finding(kind, at, dom, Some(info), format!("{call} on a closed MR"));
+}
+
+/// The wrapper behind an MR fid the shim handed out; None when `fid` is
+/// NULL or another object (an entry of MR_OPS called with a foreign fid).
+///
+/// # Safety
+/// `fid` is NULL or points to a readable `struct fid`.
+unsafe fn wrapper<'a>(fid: *mut fid) -> Option<&'a ShimMr> {
+    // SAFETY: per the contract; a fid with MR_OPS is a wrapper, live or
+    // in quarantine.
+    unsafe { is_shim_mr(fid).then(|| &*(fid as *const ShimMr)) }
+}
+
+/// Copies the provider's desc and key again (bind and enable may set them).
+fn resync(m: &ShimMr) {
+    let w = m as *const ShimMr as *mut ShimMr;
+    // SAFETY: the provider's MR is open; the application reads these
+    // fields only between its own calls.
+    unsafe {
+        (*w).mr.mem_desc = (*m.real).mem_desc;
+        (*w).mr.key = (*m.real).key;
+    }
+}
+
+/// mr->fid.ops->close.
+///
+/// # Safety
+/// `fid` is one of the shim's wrappers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn oxshim_rs_mr_close(ra: *mut c_void, fid: *mut fid) -> c_int {
+    guard(|| {
+        // SAFETY: per the contract.
+        let Some(m) = (unsafe { wrapper(fid) }) else {
+            return -FI_EINVAL;
+        };
+        if m.closed.swap(true, Ordering::AcqRel) {
+            closed_use(m, ra as usize, "fi_close");
+            return -FI_EINVAL;
+        }
+        let t0 = sampled().then(ticks);
+        if !m.orphaned.load(Ordering::Relaxed) {
+            // SAFETY: the provider's MR is open and its table static.
+            let rc = unsafe {
+                match (*(*m.real).fid.ops).close {
+                    Some(close) => close(&mut (*m.real).fid),
+                    None => -FI_ENOSYS,
+                }
+            };
+            if rc != 0 {
+                m.closed.store(false, Ordering::Release);
+                return rc;
+            }
+        }
+        let ns = t0.map(|t| ticks().wrapping_sub(t));
+        // SAFETY: wrappers point at hooks, which are never freed.
+        let dom = unsafe { &*m.domain }.stats;
+        let mut st = state();
+        if !st.async_mrs.is_empty() {
+            st.async_mrs.remove(&(m.real as usize));
+        }
+        let moved =
+            st.report.domains[dom].closed_mr(m.slot.load(Ordering::Relaxed), m.len as u64, ns);
+        if let Some(p) = moved {
+            // SAFETY: live wrappers are valid; slots change under the lock.
+            unsafe { &*(p as *const ShimMr) }
+                .slot
+                .store(m.slot.load(Ordering::Relaxed), Ordering::Relaxed);
+        }
+        st.quarantine.push_back(fid as usize);
+        if st.quarantine.len() > QUARANTINE {
+            if let Some(old) = st.quarantine.pop_front() {
+                st.spare.push(old);
+            }
+        }
+        0
+    })
+}
+
+/// mr->fid.ops->bind.
+///
+/// # Safety
+/// `fid` is one of the shim's wrappers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn oxshim_rs_mr_bind(
+    ra: *mut c_void,
+    fid: *mut fid,
+    bfid: *mut fid,
+    flags: u64,
+) -> c_int {
+    guard(|| {
+        // SAFETY: per the contract.
+        let Some(m) = (unsafe { wrapper(fid) }) else {
+            return -FI_EINVAL;
+        };
+        if m.closed.load(Ordering::Acquire) {
+            closed_use(m, ra as usize, "fi_mr_bind");
+            return -FI_EINVAL;
+        }
+        // SAFETY: a wrapper given as the bound object is unwrapped.
+        let bfid = unsafe {
+            match wrapper(bfid) {
+                Some(b) => &mut (*b.real).fid,
+                None => bfid,
+            }
+        };
+        // SAFETY: the provider's MR is open and its table static.
+        let rc = unsafe {
+            match (*(*m.real).fid.ops).bind {
+                Some(bind) => bind(&mut (*m.real).fid, bfid, flags),
+                None => -FI_ENOSYS,
+            }
+        };
+        if rc == 0 {
+            resync(m);
+        }
+        rc
+    })
+}
+
+/// mr->fid.ops->control (fi_mr_enable, fi_mr_refresh, FI_GET_RAW_MR, ...).
+///
+/// # Safety
+/// `fid` is one of the shim's wrappers.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn oxshim_rs_mr_control(
+    ra: *mut c_void,
+    fid: *mut fid,
+    command: c_int,
+    arg: *mut c_void,
+) -> c_int {
+    guard(|| {
+        // SAFETY: per the contract.
+        let Some(m) = (unsafe { wrapper(fid) }) else {
+            return -FI_EINVAL;
+        };
+        if m.closed.load(Ordering::Acquire) {
+            let call = match command {
+                FI_ENABLE => "fi_mr_enable",
+                FI_REFRESH => "fi_mr_refresh",
+                _ => "fi_control",
+            };
+            closed_use(m, ra as usize, call);
+            return -FI_EINVAL;
+        }
+        // SAFETY: the provider's MR is open and its table static.
+        let rc = unsafe {
+            match (*(*m.real).fid.ops).control {
+                Some(control) => control(&mut (*m.real).fid, command, arg),
+                None => -FI_ENOSYS,
+            }
+        };
+        if rc == 0 {
+            resync(m);
+        }
+        rc
+    })
+}
+
+unsafe extern "C" fn mr_ops_open(
+    fid: *mut fid,
+    name: *const c_char,
+    flags: u64,
+    ops: *mut *mut c_void,
+    context: *mut c_void,
+) -> c_int {
+    guard(|| {
+        // SAFETY: only reached through MR_OPS.
+        let Some(m) = (unsafe { wrapper(fid) }) else {
+            return -FI_EINVAL;
+        };
+        if m.closed.load(Ordering::Acquire) {
+            closed_use(m, 0, "fi_open_ops");
+            return -FI_EINVAL;
+        }
+        // SAFETY: the provider's MR is open and its table static.
+        unsafe {
+            match (*(*m.real).fid.ops).ops_open {
+                Some(f) => f(&mut (*m.real).fid, name, flags, ops, context),
+                None => -FI_ENOSYS,
+            }
+        }
+    })
+}
+
+unsafe extern "C" fn mr_tostr(fid: *const fid, buf: *mut c_char, len: size_t) -> c_int {
+    guard(|| {
+        // SAFETY: only reached through MR_OPS.
+        let Some(m) = (unsafe { wrapper(fid as *mut fid) }) else {
+            return -FI_EINVAL;
+        };
+        if m.closed.load(Ordering::Acquire) {
+            return -FI_EINVAL;
+        }
+        // SAFETY: the provider's MR is open and its table static.
+        unsafe {
+            match (*(*m.real).fid.ops).tostr {
+                Some(f) => f(&(*m.real).fid, buf, len),
+                None => -FI_ENOSYS,
+            }
+        }
+    })
+}
+
+unsafe extern "C" fn mr_ops_set(
+    fid: *mut fid,
+    name: *const c_char,
+    flags: u64,
+    ops: *mut c_void,
+    context: *mut c_void,
+) -> c_int {
+    guard(|| {
+        // SAFETY: only reached through MR_OPS.
+        let Some(m) = (unsafe { wrapper(fid) }) else {
+            return -FI_EINVAL;
+        };
+        if m.closed.load(Ordering::Acquire) {
+            return -FI_EINVAL;
+        }
+        // SAFETY: the provider's MR is open; ops_set lies past `size` in
+        // tables older than 1.12, so the size is checked first.
+        unsafe {
+            let t = (*m.real).fid.ops;
+            if (*t).size < size_of::<fi_ops>() {
+                return -FI_ENOSYS;
+            }
+            match (*t).ops_set {
+                Some(f) => f(&mut (*m.real).fid, name, flags, ops, context),
+                None => -FI_ENOSYS,
+            }
+        }
+    })
+}

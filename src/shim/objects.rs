@@ -1,0 +1,595 @@
+//! Fabrics and domains: the provider's objects stay the application's; the
+//! shim points their `ops`, `fid.ops` and `mr` at per-object copies of the
+//! provider's tables with a few slots replaced. The provider's static
+//! tables are never written, and `domain->ops` is never replaced (some
+//! providers compare it with their own).
+//!
+//! Each copy ends with one extra word, the address of the hook that owns
+//! it, so that an entry finds its hook from the object alone, without a
+//! lock. Hooks live until the process ends: a call racing a close still
+//! reads valid memory.
+
+use super::report::{DomainStats, Kind};
+use super::{arm_exit_report, guard, is_internal, next_symbol, state, Mode, MODE};
+use crate::abi::domain::{fi_ops_mr, fid_domain, FI_REG_MR};
+use crate::abi::errno::{FI_EINVAL, FI_ENOSYS};
+use crate::abi::fabric::{
+    fi_fabric_attr, fi_info, fi_ops, fi_ops_fabric, fid, fid_fabric, FI_CLASS_DOMAIN,
+    FI_CLASS_FABRIC,
+};
+use libc::{c_int, c_void};
+use once_cell::sync::Lazy;
+use std::ffi::CStr;
+use std::mem::{offset_of, size_of};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+
+extern "C" {
+    fn oxshim_tr_fabric_close(fid: *mut fid) -> c_int;
+    fn oxshim_tr_domain(
+        fabric: *mut fid_fabric,
+        info: *mut fi_info,
+        dom: *mut *mut fid_domain,
+        context: *mut c_void,
+    ) -> c_int;
+    fn oxshim_tr_domain2(
+        fabric: *mut fid_fabric,
+        info: *mut fi_info,
+        dom: *mut *mut fid_domain,
+        flags: u64,
+        context: *mut c_void,
+    ) -> c_int;
+    fn oxshim_tr_domain_close(fid: *mut fid) -> c_int;
+}
+
+/// A copy of a provider's ops table (`size` first, as every libfabric ops
+/// table starts), at least `ours` bytes long, followed by the owner word.
+pub(crate) struct TableCopy {
+    words: Box<[usize]>,
+}
+
+impl TableCopy {
+    /// # Safety
+    /// `orig` points to an ops table whose first field is its size in bytes.
+    pub(crate) unsafe fn new(orig: *const c_void, ours: usize, owner: usize) -> TableCopy {
+        // SAFETY: per the contract, the first word is the table's size.
+        let size = unsafe { *(orig as *const usize) };
+        let n = size.max(ours).div_ceil(size_of::<usize>());
+        let mut words = vec![0usize; n + 1].into_boxed_slice();
+        // SAFETY: the source holds `size` bytes, the destination n words.
+        unsafe {
+            std::ptr::copy_nonoverlapping(orig as *const u8, words.as_mut_ptr() as *mut u8, size)
+        };
+        words[n] = owner;
+        TableCopy { words }
+    }
+
+    pub(crate) fn empty() -> TableCopy {
+        TableCopy {
+            words: Box::new([]),
+        }
+    }
+
+    pub(crate) fn ptr<T>(&self) -> *mut T {
+        self.words.as_ptr() as *mut T
+    }
+
+    /// The provider's size of the table.
+    fn size(&self) -> usize {
+        self.words[0]
+    }
+
+    /// Replaces the slot at byte `offset` if the provider's table has it.
+    pub(crate) fn set(&mut self, offset: usize, f: usize) {
+        if offset + size_of::<usize>() <= self.size() {
+            self.words[offset / size_of::<usize>()] = f;
+        }
+    }
+}
+
+/// The owner word of a table installed by [`TableCopy`].
+///
+/// # Safety
+/// `table` is a TableCopy's table, built with the same `ours`.
+unsafe fn owner_of(table: *const c_void, ours: usize) -> usize {
+    // SAFETY: per the contract.
+    unsafe {
+        let size = *(table as *const usize);
+        *(table as *const usize).add(size.max(ours).div_ceil(size_of::<usize>()))
+    }
+}
+
+pub(crate) struct FabricHook {
+    fabric: *mut fid_fabric,
+    pub(crate) orig_ops: *mut fi_ops_fabric,
+    orig_fid_ops: *mut fi_ops,
+    ops: TableCopy,
+    fid_ops: TableCopy,
+}
+
+pub(crate) struct DomainHook {
+    pub domain: *mut fid_domain,
+    pub orig_mr: *mut fi_ops_mr,
+    pub orig_fid_ops: *mut fi_ops,
+    mr_ops: Option<TableCopy>,
+    fid_ops: TableCopy,
+    /// Opened by libfabric itself: every call on it is passed through.
+    pub internal: bool,
+    /// The fabric's api_version (which fi_mr_attr fields exist).
+    pub api_version: u32,
+    /// Index of this domain's record in [`super::report::Report::domains`].
+    pub stats: usize,
+    /// Registrations that libfabric made on the application's behalf.
+    pub internal_regs: AtomicU64,
+    /// Bound to an EQ with FI_REG_MR: registrations complete by event.
+    pub async_reg: AtomicBool,
+}
+
+/// Every installed `fid.ops` copy and its hook, append-only, so that an
+/// entry reached with some other object (a test calling a domain's `reg`
+/// slot with a fabric, or NULL) is told apart without reading past a
+/// foreign table.
+static HOOKED: [(AtomicUsize, AtomicUsize); 1024] =
+    [const { (AtomicUsize::new(0), AtomicUsize::new(0)) }; 1024];
+static HOOKED_N: AtomicUsize = AtomicUsize::new(0);
+
+pub(crate) fn register_hook(table: usize, hook: usize) {
+    let i = HOOKED_N.fetch_add(1, Ordering::AcqRel);
+    if let Some((t, h)) = HOOKED.get(i) {
+        h.store(hook, Ordering::Relaxed);
+        t.store(table, Ordering::Release);
+    }
+}
+
+/// The hook of the object whose `fid.ops` is `f`'s, if the shim hooked it.
+///
+/// # Safety
+/// `f` is NULL or points to a readable `struct fid`.
+unsafe fn find_hook(f: *const fid, fclass: usize, ours: usize) -> Option<usize> {
+    if f.is_null() {
+        return None;
+    }
+    // SAFETY: per the contract.
+    let (class, ops) = unsafe { ((*f).fclass, (*f).ops as usize) };
+    if class != fclass {
+        return None;
+    }
+    if HOOKED_N.load(Ordering::Acquire) > HOOKED.len() {
+        // More objects than the list holds: trust the table's owner word.
+        // SAFETY: an object of this class reaching a shim entry carries
+        // one of the shim's tables.
+        return Some(unsafe { owner_of(ops as *const c_void, ours) });
+    }
+    find_table(ops)
+}
+
+/// The hook that installed the table at `table`, if the shim did (None,
+/// too, once more tables were installed than the list holds).
+pub(crate) fn find_table(table: usize) -> Option<usize> {
+    let n = HOOKED_N.load(Ordering::Acquire).min(HOOKED.len());
+    HOOKED[..n]
+        .iter()
+        .rev()
+        .find(|(t, _)| t.load(Ordering::Acquire) == table)
+        .map(|(_, h)| h.load(Ordering::Relaxed))
+}
+
+/// The hook of a domain whose tables the shim installed; None for NULL, an
+/// object that is not a domain, or a domain the shim did not hook.
+///
+/// # Safety
+/// `dom` is NULL or points to a readable `struct fid`.
+pub(crate) unsafe fn domain_hook<'a>(dom: *const fid_domain) -> Option<&'a DomainHook> {
+    // SAFETY: per the contract; hooks are never freed.
+    unsafe {
+        find_hook(
+            dom as *const fid,
+            FI_CLASS_DOMAIN as usize,
+            size_of::<fi_ops>(),
+        )
+        .map(|h| &*(h as *const DomainHook))
+    }
+}
+
+type FabricFn =
+    unsafe extern "C" fn(*mut fi_fabric_attr, *mut *mut fid_fabric, *mut c_void) -> c_int;
+type Fabric2Fn =
+    unsafe extern "C" fn(*mut fi_info, *mut *mut fid_fabric, u64, *mut c_void) -> c_int;
+
+// SAFETY (all three): the symbols have these signatures at these versions.
+static REAL_FABRIC_1_0: Lazy<Option<FabricFn>> = Lazy::new(|| {
+    next_symbol(c"fi_fabric", c"FABRIC_1.0")
+        .map(|p| unsafe { std::mem::transmute::<*mut c_void, FabricFn>(p) })
+});
+static REAL_FABRIC_1_1: Lazy<Option<FabricFn>> = Lazy::new(|| {
+    next_symbol(c"fi_fabric", c"FABRIC_1.1")
+        .map(|p| unsafe { std::mem::transmute::<*mut c_void, FabricFn>(p) })
+});
+static REAL_FABRIC2: Lazy<Option<Fabric2Fn>> = Lazy::new(|| {
+    next_symbol(c"fi_fabric2", c"FABRIC_1.8")
+        .map(|p| unsafe { std::mem::transmute::<*mut c_void, Fabric2Fn>(p) })
+});
+
+/// fi_fabric@FABRIC_1.0 / @FABRIC_1.1 (from entry.c).
+///
+/// # Safety
+/// As fi_fabric.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn oxshim_rs_fabric(
+    _ra: *mut c_void,
+    abi_1_0: c_int,
+    attr: *mut fi_fabric_attr,
+    fabric: *mut *mut fid_fabric,
+    context: *mut c_void,
+) -> c_int {
+    guard(|| {
+        let real = if abi_1_0 != 0 {
+            *REAL_FABRIC_1_0
+        } else {
+            *REAL_FABRIC_1_1
+        };
+        let Some(real) = real else { return -FI_ENOSYS };
+        // SAFETY: forwarded as received.
+        let rc = unsafe { real(attr, fabric, context) };
+        if rc == 0 && *MODE != Mode::Off && !fabric.is_null() {
+            // SAFETY: the provider wrote an open fabric.
+            unsafe { hook_fabric(*fabric) };
+        }
+        rc
+    })
+}
+
+/// fi_fabric2@FABRIC_1.8 (from entry.c).
+///
+/// # Safety
+/// As fi_fabric2.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn oxshim_rs_fabric2(
+    _ra: *mut c_void,
+    info: *mut fi_info,
+    fabric: *mut *mut fid_fabric,
+    flags: u64,
+    context: *mut c_void,
+) -> c_int {
+    guard(|| {
+        let Some(real) = *REAL_FABRIC2 else {
+            return -FI_ENOSYS;
+        };
+        // SAFETY: forwarded as received.
+        let rc = unsafe { real(info, fabric, flags, context) };
+        if rc == 0 && *MODE != Mode::Off && !fabric.is_null() {
+            // SAFETY: the provider wrote an open fabric.
+            unsafe { hook_fabric(*fabric) };
+        }
+        rc
+    })
+}
+
+/// # Safety
+/// `fab` is an open fabric that the shim has not hooked.
+unsafe fn hook_fabric(fab: *mut fid_fabric) {
+    if fab.is_null() {
+        return;
+    }
+    arm_exit_report();
+    let mut hook = Box::new(FabricHook {
+        fabric: fab,
+        // SAFETY: an open fabric's fields are readable.
+        orig_ops: unsafe { (*fab).ops },
+        orig_fid_ops: unsafe { (*fab).fid.ops },
+        ops: TableCopy {
+            words: Box::new([]),
+        },
+        fid_ops: TableCopy {
+            words: Box::new([]),
+        },
+    });
+    let owner = &*hook as *const FabricHook as usize;
+    // SAFETY: both are the provider's ops tables.
+    unsafe {
+        hook.ops = TableCopy::new(
+            hook.orig_ops as *const c_void,
+            size_of::<fi_ops_fabric>(),
+            owner,
+        );
+        hook.fid_ops = TableCopy::new(
+            hook.orig_fid_ops as *const c_void,
+            size_of::<fi_ops>(),
+            owner,
+        );
+    }
+    hook.ops.set(
+        offset_of!(fi_ops_fabric, domain),
+        oxshim_tr_domain as *const () as usize,
+    );
+    hook.ops.set(
+        offset_of!(fi_ops_fabric, domain2),
+        oxshim_tr_domain2 as *const () as usize,
+    );
+    hook.fid_ops.set(
+        offset_of!(fi_ops, close),
+        oxshim_tr_fabric_close as *const () as usize,
+    );
+    hook.ops.set(
+        offset_of!(fi_ops_fabric, eq_open),
+        super::eq::fabric_eq_open as *const () as usize,
+    );
+    register_hook(hook.fid_ops.ptr::<fi_ops>() as usize, owner);
+    // SAFETY: the copies live as long as the hook, which is never freed.
+    unsafe { install_fabric(&hook) };
+    state().fabrics.push(hook);
+}
+
+/// # Safety
+/// `h.fabric` is open.
+unsafe fn install_fabric(h: &FabricHook) {
+    // SAFETY: per the contract.
+    unsafe {
+        (*h.fabric).ops = h.ops.ptr();
+        (*h.fabric).fid.ops = h.fid_ops.ptr();
+    }
+}
+
+/// The hook of a fabric the shim hooked (None otherwise).
+///
+/// # Safety
+/// `fabric` is NULL or points to a readable `struct fid`.
+pub(crate) unsafe fn fabric_hook<'a>(fabric: *const fid_fabric) -> Option<&'a FabricHook> {
+    // SAFETY: per the contract; hooks are never freed.
+    unsafe {
+        find_hook(
+            fabric as *const fid,
+            FI_CLASS_FABRIC as usize,
+            size_of::<fi_ops>(),
+        )
+        .map(|h| &*(h as *const FabricHook))
+    }
+}
+
+/// fabric->fid.ops->close.
+///
+/// # Safety
+/// `fid` is a fabric hooked by the shim.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn oxshim_rs_fabric_close(_ra: *mut c_void, fid: *mut fid) -> c_int {
+    guard(|| {
+        let fab = fid as *mut fid_fabric;
+        // SAFETY: per the contract.
+        let Some(h) = (unsafe { fabric_hook(fab) }) else {
+            return -FI_EINVAL;
+        };
+        // SAFETY: the provider's table is static.
+        let Some(close) = (unsafe { (*h.orig_fid_ops).close }) else {
+            return -FI_ENOSYS;
+        };
+        // SAFETY: restore, forward, reinstall if the provider keeps it.
+        unsafe {
+            (*fab).ops = h.orig_ops;
+            (*fab).fid.ops = h.orig_fid_ops;
+            let rc = close(fid);
+            if rc != 0 {
+                install_fabric(h);
+            }
+            rc
+        }
+    })
+}
+
+/// fabric->ops->domain and ->domain2.
+///
+/// # Safety
+/// As fi_domain / fi_domain2 on a fabric hooked by the shim.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn oxshim_rs_domain(
+    ra: *mut c_void,
+    fabric: *mut fid_fabric,
+    info: *mut fi_info,
+    dom: *mut *mut fid_domain,
+    flags: u64,
+    context: *mut c_void,
+    v2: c_int,
+) -> c_int {
+    guard(|| {
+        // SAFETY: per the contract.
+        let Some(h) = (unsafe { fabric_hook(fabric) }) else {
+            return -FI_EINVAL;
+        };
+        // SAFETY: the provider's table is static; domain2 is read only
+        // when its size covers it (the entry is installed only then).
+        let rc = unsafe {
+            if v2 != 0 {
+                match (*h.orig_ops).domain2 {
+                    Some(f) => f(fabric, info, dom, flags, context),
+                    None => return -FI_ENOSYS,
+                }
+            } else {
+                match (*h.orig_ops).domain {
+                    Some(f) => f(fabric, info, dom, context),
+                    None => return -FI_ENOSYS,
+                }
+            }
+        };
+        if rc == 0 && !dom.is_null() {
+            let internal = is_internal(ra as usize);
+            // SAFETY: the provider wrote an open domain; info is the
+            // application's (or libfabric's) valid fi_info.
+            unsafe { hook_domain(*dom, info, internal, (*fabric).api_version) };
+        }
+        rc
+    })
+}
+
+fn c_text(p: *const libc::c_char) -> String {
+    if p.is_null() {
+        return String::new();
+    }
+    // SAFETY: libfabric's strings are NUL-terminated.
+    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+}
+
+/// # Safety
+/// `dom` is open and not hooked; `info` is NULL or a valid fi_info.
+unsafe fn hook_domain(
+    dom: *mut fid_domain,
+    info: *const fi_info,
+    internal: bool,
+    api_version: u32,
+) {
+    if dom.is_null() {
+        return;
+    }
+    // SAFETY: the attributes, where present, are the provider's valid ones.
+    let (provider, name, mr_mode) = unsafe {
+        let fa = if info.is_null() {
+            std::ptr::null_mut()
+        } else {
+            (*info).fabric_attr
+        };
+        let da = if info.is_null() {
+            std::ptr::null_mut()
+        } else {
+            (*info).domain_attr
+        };
+        (
+            if fa.is_null() {
+                String::new()
+            } else {
+                c_text((*fa).prov_name)
+            },
+            if da.is_null() {
+                String::new()
+            } else {
+                c_text((*da).name)
+            },
+            if da.is_null() { 0 } else { (*da).mr_mode },
+        )
+    };
+    let mut st = state();
+    let stats = st.report.domains.len();
+    st.report
+        .domains
+        .push(DomainStats::new(provider, name, internal, mr_mode));
+    // SAFETY: an open domain's fields are readable.
+    let (orig_mr, orig_fid_ops) = unsafe { ((*dom).mr, (*dom).fid.ops) };
+    let mut hook = Box::new(DomainHook {
+        domain: dom,
+        orig_mr,
+        orig_fid_ops,
+        mr_ops: None,
+        fid_ops: TableCopy {
+            words: Box::new([]),
+        },
+        internal,
+        api_version,
+        stats,
+        internal_regs: AtomicU64::new(0),
+        async_reg: AtomicBool::new(false),
+    });
+    let owner = &*hook as *const DomainHook as usize;
+    // SAFETY: both are the provider's ops tables.
+    unsafe {
+        hook.fid_ops = TableCopy::new(orig_fid_ops as *const c_void, size_of::<fi_ops>(), owner);
+        if !orig_mr.is_null() {
+            hook.mr_ops = Some(TableCopy::new(
+                orig_mr as *const c_void,
+                size_of::<fi_ops_mr>(),
+                owner,
+            ));
+        }
+    }
+    hook.fid_ops.set(
+        offset_of!(fi_ops, close),
+        oxshim_tr_domain_close as *const () as usize,
+    );
+    hook.fid_ops
+        .set(offset_of!(fi_ops, bind), domain_bind as *const () as usize);
+    if let Some(t) = hook.mr_ops.as_mut() {
+        super::mr::patch_mr_ops(t);
+    }
+    register_hook(hook.fid_ops.ptr::<fi_ops>() as usize, owner);
+    // SAFETY: the copies live as long as the hook, which is never freed.
+    unsafe { install_domain(&hook) };
+    st.domains.push(hook);
+}
+
+/// # Safety
+/// `h.domain` is open.
+unsafe fn install_domain(h: &DomainHook) {
+    // SAFETY: per the contract.
+    unsafe {
+        (*h.domain).fid.ops = h.fid_ops.ptr();
+        if let Some(t) = &h.mr_ops {
+            (*h.domain).mr = t.ptr();
+        }
+    }
+}
+
+/// domain->fid.ops->close: lists the MRs still open, restores the
+/// provider's tables, forwards, and passes the provider's answer back.
+///
+/// # Safety
+/// `fid` is a domain hooked by the shim.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn oxshim_rs_domain_close(ra: *mut c_void, fid: *mut fid) -> c_int {
+    guard(|| {
+        let dom = fid as *mut fid_domain;
+        // SAFETY: per the contract.
+        let Some(h) = (unsafe { domain_hook(dom) }) else {
+            return -FI_EINVAL;
+        };
+        // SAFETY: the provider's table is static.
+        let Some(close) = (unsafe { (*h.orig_fid_ops).close }) else {
+            return -FI_ENOSYS;
+        };
+        let live: Vec<usize> = {
+            let mut st = state();
+            let live = st.report.domains[h.stats].live.clone();
+            if !live.is_empty() && !h.internal {
+                let list = super::mr::describe_list(&live);
+                let what = format!("fi_close(domain) with {} live MRs: {list}", live.len());
+                st.report
+                    .finding(Kind::DomainCloseLive, ra as usize, h.stats, None, what);
+            }
+            live
+        };
+        // SAFETY: restore, forward, reinstall if the provider keeps it.
+        let rc = unsafe {
+            (*dom).mr = h.orig_mr;
+            (*dom).fid.ops = h.orig_fid_ops;
+            let rc = close(fid);
+            if rc != 0 {
+                install_domain(h);
+            }
+            rc
+        };
+        if rc == 0 {
+            state().report.domains[h.stats].closed = true;
+            super::mr::orphan(&live);
+        }
+        rc
+    })
+}
+
+/// domain->fid.ops->bind: forwarded; an EQ bound with FI_REG_MR makes the
+/// domain's registrations complete by event ([`super::eq`]).
+///
+/// # Safety
+/// As fi_domain_bind on a domain the shim hooked.
+unsafe extern "C" fn domain_bind(fid: *mut fid, bfid: *mut fid, flags: u64) -> c_int {
+    guard(|| {
+        // SAFETY: per the contract.
+        let Some(h) = (unsafe { domain_hook(fid as *const fid_domain) }) else {
+            return -FI_EINVAL;
+        };
+        // SAFETY: the provider's table is static; forwarded as received.
+        let rc = unsafe {
+            match (*h.orig_fid_ops).bind {
+                Some(f) => f(fid, bfid, flags),
+                None => return -FI_ENOSYS,
+            }
+        };
+        if rc == 0 && flags & FI_REG_MR != 0 {
+            h.async_reg.store(true, Ordering::Release);
+        }
+        rc
+    })
+}
