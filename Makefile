@@ -183,6 +183,7 @@ test-stress-smoke: deps lib
 bench: lib deps
 	BUILD=$(BUILD) bash bench/run.sh
 	BUILD=$(BUILD) bash bench/rma_run.sh
+	BUILD=$(BUILD) bash bench/wait_run.sh
 	$(CARGO) bench --bench verify
 
 clean:
