@@ -2,12 +2,15 @@
 //! both atomic, that the data path bumps through [`Cntr::inc`] and
 //! [`Cntr::inc_err`] without taking a lock unless a thread is waiting.
 //!
-//! fi_cntr_wait blocks on a condition variable; with FI_WAIT_FD the counter
-//! also keeps an eventfd that becomes readable when either count changes and
-//! unreadable when the application observes the counter (fi_cntr_read,
-//! fi_cntr_readerr, fi_cntr_wait), for `FI_GETWAIT` and poll(2).
+//! fi_cntr_wait polls for a short, adaptive while (driving progress, as
+//! fi_cntr_read does), then hands the inbox to the progress threads and
+//! blocks on a condition variable that their updates wake; with FI_WAIT_FD
+//! the counter also keeps an eventfd that becomes readable when either
+//! count changes and unreadable when the application observes the counter
+//! (fi_cntr_read, fi_cntr_readerr, fi_cntr_wait), for `FI_GETWAIT`,
+//! fi_trywait and poll(2).
 
-use super::cq::{deadline, EventFd, WaitObj};
+use super::cq::{deadline, Spin, WaitFd, WaitObj};
 use super::domain::Domain;
 use super::object::{from_fid, nosys, slot, Header, Object};
 use crate::abi::domain::fid_domain;
@@ -28,6 +31,8 @@ pub const TAG_CNTR: u64 = u64::from_be_bytes(*b"oxCNTR\0\0");
 struct WaitState {
     /// Whether the eventfd is currently set.
     fd_set: bool,
+    /// When an update last woke the waiters (for [`Spin::slept`]).
+    woken_at: Option<Instant>,
 }
 
 #[repr(C)]
@@ -37,13 +42,14 @@ pub struct Cntr {
     domain: *const Domain,
     events: fi_cntr_events,
     wait: WaitObj,
-    efd: Option<EventFd>,
+    wfd: Option<WaitFd>,
     value: AtomicU64,
     errors: AtomicU64,
     /// Threads inside fi_cntr_wait; updates skip the lock while it is 0.
     waiters: AtomicUsize,
     lock: Mutex<WaitState>,
     cond: Condvar,
+    spin: Spin,
 }
 
 // SAFETY: the domain pointer is only used to release the counter's hold at
@@ -182,8 +188,8 @@ pub unsafe extern "C" fn open(
             a
         };
         let (events, wait) = check_attr(d.api_version, &a)?;
-        let efd = match wait {
-            WaitObj::Fd => Some(EventFd::new("fi_cntr_open")?),
+        let wfd = match wait {
+            WaitObj::Fd => Some(WaitFd::new("fi_cntr_open")?),
             _ => None,
         };
         d.hdr.hold();
@@ -200,12 +206,16 @@ pub unsafe extern "C" fn open(
             domain: d,
             events,
             wait,
-            efd,
+            wfd,
             value: AtomicU64::new(0),
             errors: AtomicU64::new(0),
             waiters: AtomicUsize::new(0),
-            lock: Mutex::new(WaitState { fd_set: false }),
+            lock: Mutex::new(WaitState {
+                fd_set: false,
+                woken_at: None,
+            }),
             cond: Condvar::new(),
+            spin: Spin::default(),
         });
         // SAFETY: cntr checked non-NULL; written last, on success.
         unsafe { *cntr = Box::into_raw(c) as *mut fid_cntr };
@@ -286,7 +296,7 @@ impl Cntr {
     /// written (SeqCst) before `waiters` is read, and a waiter registers
     /// before it reads the count, so one of the two always sees the other.
     fn wake(&self) {
-        if let Some(fd) = &self.efd {
+        if let Some(fd) = &self.wfd {
             let mut g = self.lock();
             if !g.fd_set {
                 fd.set();
@@ -296,7 +306,7 @@ impl Cntr {
         }
         if self.waiters.load(Ordering::SeqCst) > 0 {
             // Taking the lock orders this notify after the waiter's check.
-            drop(self.lock());
+            self.lock().woken_at = Some(Instant::now());
             self.cond.notify_all();
         }
     }
@@ -304,7 +314,7 @@ impl Cntr {
     /// The application looked at the counter: the fd waits for the next
     /// change. Cleared before the count is read, so no change is missed.
     fn observe(&self) {
-        if let Some(fd) = &self.efd {
+        if let Some(fd) = &self.wfd {
             let mut g = self.lock();
             if g.fd_set {
                 fd.clear();
@@ -313,35 +323,83 @@ impl Cntr {
         }
     }
 
+    /// fi_trywait on this counter: drives progress, then -FI_EAGAIN if
+    /// the counter changed since the application last looked at it (its
+    /// fd is readable) or a message waits in an endpoint's inbox, else
+    /// arms the wake-up sockets the wait fd watches and returns Ok.
+    pub fn trywait(&self) -> Result<()> {
+        self.domain().progress();
+        if self.changed() {
+            return Err(Error::AGAIN);
+        }
+        let ready = match &self.wfd {
+            // Responses count sends, reads and writes.
+            Some(w) => w.prepare(self.domain(), |_| true),
+            None => {
+                self.domain().progress_before_wait();
+                true
+            }
+        };
+        if !ready || self.changed() {
+            return Err(Error::AGAIN);
+        }
+        Ok(())
+    }
+
+    /// Whether the fd is set: a change the application has not observed.
+    fn changed(&self) -> bool {
+        self.wfd.is_some() && self.lock().fd_set
+    }
+
     /// fi_cntr_wait: 0 once the count reaches `threshold`, -FI_EAVAIL if the
-    /// error count changes first, -FI_ETIMEDOUT after `timeout` ms.
+    /// error count changes first, -FI_ETIMEDOUT after `timeout` ms. Polls
+    /// first (driving progress), then sleeps until an update wakes it.
     fn wait_for(&self, threshold: u64, timeout: c_int) -> Result<()> {
-        self.domain().progress_before_wait();
+        let start = Instant::now();
+        self.domain().progress();
         self.observe();
         let errors = self.errors();
-        if self.value() >= threshold {
-            return Ok(());
-        }
         let deadline = deadline(timeout);
+        let outcome = || {
+            if self.value() >= threshold {
+                Some(Ok(()))
+            } else if self.errors() != errors {
+                Some(Err(Error::AVAIL))
+            } else if deadline.is_some_and(|d| Instant::now() >= d) {
+                Some(Err(Error::TIMEDOUT))
+            } else {
+                None
+            }
+        };
+        let mut first = true;
+        let polled = self.spin.poll(self.wait == WaitObj::Yield, deadline, || {
+            if !first {
+                self.domain().progress();
+            }
+            first = false;
+            outcome()
+        });
+        if let Some(r) = polled {
+            return r;
+        }
+        self.domain().progress_before_wait();
         let mut g = self.lock();
+        g.woken_at = None;
         self.waiters.fetch_add(1, Ordering::SeqCst);
         let _waiting = Waiting(&self.waiters);
         loop {
-            if self.value() >= threshold {
-                return Ok(());
-            }
-            if self.errors() != errors {
-                return Err(Error::AVAIL);
+            if let Some(r) = outcome() {
+                let event = g.woken_at.take().unwrap_or_else(Instant::now);
+                drop(g);
+                self.spin.slept(event.saturating_duration_since(start));
+                return r;
             }
             g = match deadline {
                 None => self.cond.wait(g).unwrap_or_else(|e| e.into_inner()),
                 Some(d) => {
-                    let now = Instant::now();
-                    if now >= d {
-                        return Err(Error::TIMEDOUT);
-                    }
+                    let left = d.saturating_duration_since(Instant::now());
                     self.cond
-                        .wait_timeout(g, d - now)
+                        .wait_timeout(g, left)
                         .unwrap_or_else(|e| e.into_inner())
                         .0
                 }
@@ -381,7 +439,7 @@ unsafe extern "C" fn control(f: *mut fid, command: c_int, arg: *mut c_void) -> c
         let c = unsafe { from_fid::<Cntr>(f) }?;
         match command {
             FI_GETWAIT => {
-                let Some(fd) = &c.efd else {
+                let Some(fd) = &c.wfd else {
                     crate::ox_log!(
                         Warn,
                         Cntr,

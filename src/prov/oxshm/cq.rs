@@ -3,13 +3,17 @@
 //! [`Cq::push`] / [`Cq::push_err`] and the application drains with
 //! fi_cq_read(3) and friends, in the format it chose at open.
 //!
-//! Blocking reads wait on a condition variable; with FI_WAIT_FD the CQ also
-//! keeps an eventfd that is readable while anything is queued (or a
-//! fi_cq_signal is pending), for `FI_GETWAIT` and poll(2). FI_WAIT_UNSPEC and
-//! FI_WAIT_YIELD have no fd, so pushing a completion costs no system call.
+//! Blocking reads first poll for a short, adaptive while ([`Spin`]),
+//! driving progress as fi_cq_read does, then hand the inbox to the
+//! progress threads and sleep on a condition variable that the completion
+//! they push wakes. With FI_WAIT_FD the CQ also keeps an eventfd that is
+//! readable while anything is queued (or a fi_cq_signal is pending), for
+//! `FI_GETWAIT`, fi_trywait and poll(2). FI_WAIT_UNSPEC and FI_WAIT_YIELD
+//! have no fd, so pushing a completion costs no system call.
 
 use super::domain::Domain;
 use super::object::{from_fid, nosys, slot, slot_ssize, Header, Object};
+use super::xfer::Xfer;
 use crate::abi::domain::fid_domain;
 use crate::abi::eq::*;
 use crate::abi::fabric::*;
@@ -19,6 +23,7 @@ use crate::prov::info::version;
 use libc::{c_char, c_int, c_void, size_t, ssize_t};
 use std::collections::VecDeque;
 use std::mem::offset_of;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -180,9 +185,191 @@ impl Drop for EventFd {
     }
 }
 
+/// The fd of an FI_WAIT_FD CQ or counter (`FI_GETWAIT`): an epoll set
+/// that watches the object's eventfd, which the object keeps readable
+/// while it has something to report, and the wake-up sockets of the
+/// domain's endpoints, which the sender of the next message makes readable
+/// once fi_trywait armed them. An application asleep in poll(2) is thus
+/// woken by the sending process itself, as by an eventfd it shared with
+/// it; completions that the progress thread produces meanwhile reach it
+/// through the eventfd.
+pub struct WaitFd {
+    efd: EventFd,
+    epfd: c_int,
+    /// Keys of the wake-up sockets in the set.
+    watched: Mutex<Vec<u64>>,
+}
+
+impl WaitFd {
+    pub fn new(what: &str) -> Result<WaitFd> {
+        let efd = EventFd::new(what)?;
+        // SAFETY: epoll_create1 has no memory preconditions; checked.
+        let epfd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if epfd < 0 {
+            let e = Error::last_os();
+            crate::ox_log!(Warn, Core, super::NAME, "{what}: epoll_create1 failed: {e}");
+            return Err(e);
+        }
+        let w = WaitFd {
+            efd,
+            epfd,
+            watched: Mutex::new(Vec::new()),
+        };
+        if !w.add(w.efd.raw()) {
+            let e = Error::last_os();
+            crate::ox_log!(Warn, Core, super::NAME, "{what}: epoll_ctl failed: {e}");
+            return Err(e);
+        }
+        Ok(w)
+    }
+
+    /// The fd for FI_GETWAIT.
+    pub fn raw(&self) -> c_int {
+        self.epfd
+    }
+
+    /// Makes the fd readable.
+    pub fn set(&self) {
+        self.efd.set()
+    }
+
+    /// Makes the eventfd unreadable again.
+    pub fn clear(&self) {
+        self.efd.clear()
+    }
+
+    fn add(&self, fd: c_int) -> bool {
+        let mut ev = libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: fd as u64,
+        };
+        // SAFETY: both fds are open; ev is a valid epoll_event.
+        let rc = unsafe { libc::epoll_ctl(self.epfd, libc::EPOLL_CTL_ADD, fd, &mut ev) };
+        rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EEXIST)
+    }
+
+    /// fi_trywait: watches the wake-up socket of each of the domain's
+    /// endpoints and arms it, for responses too where `replies` says that
+    /// they complete into this object; false when a message is already
+    /// pending (the caller must not sleep).
+    pub fn prepare(&self, d: &Domain, replies: impl Fn(&Xfer) -> bool) -> bool {
+        let mut seen = 0;
+        let ready = d.all_xfers(|x| {
+            seen += 1;
+            if let Some((fd, key)) = x.wake_fd() {
+                self.watch(fd, key);
+            }
+            x.prepare_fd_wait(replies(x))
+        });
+        // Sockets of closed endpoints left the set as they closed; their
+        // keys go once they outnumber the live ones.
+        let mut w = self.watched.lock().unwrap_or_else(|e| e.into_inner());
+        if ready && w.len() > 2 * seen + 8 {
+            let mut live = Vec::new();
+            d.all_xfers(|x| {
+                live.extend(x.wake_fd().map(|(_, k)| k));
+                true
+            });
+            w.retain(|k| live.contains(k));
+        }
+        ready
+    }
+
+    fn watch(&self, fd: c_int, key: u64) {
+        let mut w = self.watched.lock().unwrap_or_else(|e| e.into_inner());
+        if !w.contains(&key) && self.add(fd) {
+            w.push(key);
+        }
+    }
+}
+
+impl Drop for WaitFd {
+    fn drop(&mut self) {
+        // SAFETY: the epoll fd is ours and closed once.
+        unsafe { libc::close(self.epfd) };
+    }
+}
+
 /// Milliseconds from fi(3) (negative: forever) as a deadline.
 pub fn deadline(timeout_ms: c_int) -> Option<Instant> {
     (timeout_ms >= 0).then(|| Instant::now() + Duration::from_millis(timeout_ms as u64))
+}
+
+/// Shortest and longest polling phase of a blocking wait, and the first.
+const SPIN_MIN: Duration = Duration::from_micros(2);
+const SPIN_MAX: Duration = Duration::from_micros(100);
+const SPIN_START: Duration = Duration::from_micros(20);
+
+/// The polling phase of a blocking wait (fi_cq_sread, fi_cntr_wait), one
+/// per CQ or counter. Sleeping and being woken costs two context switches
+/// and, between processes on different CPUs, an interrupt (tens of
+/// microseconds where an idle virtual CPU must be woken); a message that
+/// arrives within microseconds is cheaper to poll for. The phase adapts
+/// as halt-polling does: a wait that slept for an event that came within
+/// [`SPIN_MAX`] of its start doubles it (a longer poll would have caught
+/// the event), one whose event came later halves it, so a thread that
+/// waits for rare events soon polls only [`SPIN_MIN`] before it sleeps.
+/// The event's time is stamped by the thread that wakes the sleeper, so
+/// a slow wake-up does not count against polling.
+pub struct Spin {
+    nanos: AtomicU64,
+}
+
+impl Default for Spin {
+    fn default() -> Spin {
+        Spin {
+            nanos: AtomicU64::new(SPIN_START.as_nanos() as u64),
+        }
+    }
+}
+
+impl Spin {
+    /// The current length of the polling phase.
+    pub fn budget(&self) -> Duration {
+        Duration::from_nanos(self.nanos.load(Ordering::Relaxed))
+    }
+
+    /// Calls `ready` (which drives progress and looks for the event) until
+    /// it answers, the polling phase is over or `deadline` passes;
+    /// `ready` is called at least once. With `yield_cpu` (FI_WAIT_YIELD)
+    /// the CPU is yielded between calls, else the loop spins.
+    pub fn poll<T>(
+        &self,
+        yield_cpu: bool,
+        deadline: Option<Instant>,
+        mut ready: impl FnMut() -> Option<T>,
+    ) -> Option<T> {
+        let start = Instant::now();
+        let mut end = start + self.budget();
+        if let Some(d) = deadline {
+            end = end.min(d);
+        }
+        loop {
+            if let Some(v) = ready() {
+                return Some(v);
+            }
+            if Instant::now() >= end {
+                return None;
+            }
+            if yield_cpu {
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
+
+    /// After a wait that slept: `event_after` is the time from the start
+    /// of the wait (polling included) to the event that ended it.
+    pub fn slept(&self, event_after: Duration) {
+        let cur = self.budget();
+        let next = if event_after <= SPIN_MAX {
+            (cur * 2).clamp(SPIN_MIN, SPIN_MAX)
+        } else {
+            (cur / 2).max(SPIN_MIN)
+        };
+        self.nanos.store(next.as_nanos() as u64, Ordering::Relaxed);
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -211,6 +398,29 @@ struct Queues {
     fd_set: bool,
     /// Threads blocked in sread (close refuses while any are).
     waiters: usize,
+    /// When a thread last woke the sleepers (for [`Spin::slept`]).
+    woken_at: Option<Instant>,
+    /// Reads under way whose progress may push completions that they will
+    /// take themselves: the eventfd is not set meanwhile, which saves a
+    /// write and a read of it per completion ([`FdHold`]).
+    fd_holds: usize,
+}
+
+/// Defers setting the eventfd of a CQ while the holder drives progress;
+/// the holder syncs the fd with the queue once it has read.
+struct FdHold<'a>(&'a Cq);
+
+impl<'a> FdHold<'a> {
+    fn new(cq: &'a Cq) -> FdHold<'a> {
+        cq.lock().fd_holds += 1;
+        FdHold(cq)
+    }
+}
+
+impl Drop for FdHold<'_> {
+    fn drop(&mut self) {
+        self.0.lock().fd_holds -= 1;
+    }
 }
 
 impl Queues {
@@ -234,9 +444,10 @@ pub struct Cq {
     size: usize,
     wait: WaitObj,
     wait_cond: fi_cq_wait_cond,
-    efd: Option<EventFd>,
+    wfd: Option<WaitFd>,
     q: Mutex<Queues>,
     cond: Condvar,
+    spin: Spin,
 }
 
 // SAFETY: the domain pointer is only used to release the CQ's hold at close
@@ -433,8 +644,8 @@ pub unsafe extern "C" fn open(
             a
         };
         let at = check_attr(d.api_version, &a)?;
-        let efd = match at.wait {
-            WaitObj::Fd => Some(EventFd::new("fi_cq_open")?),
+        let wfd = match at.wait {
+            WaitObj::Fd => Some(WaitFd::new("fi_cq_open")?),
             _ => None,
         };
         d.hdr.hold();
@@ -454,7 +665,7 @@ pub unsafe extern "C" fn open(
             size: at.size,
             wait: at.wait,
             wait_cond: at.wait_cond,
-            efd,
+            wfd,
             q: Mutex::new(Queues {
                 ok: VecDeque::with_capacity(at.size.min(DEFAULT_SIZE)),
                 errs: VecDeque::new(),
@@ -464,8 +675,11 @@ pub unsafe extern "C" fn open(
                 signal: false,
                 fd_set: false,
                 waiters: 0,
+                woken_at: None,
+                fd_holds: 0,
             }),
             cond: Condvar::new(),
+            spin: Spin::default(),
         });
         // SAFETY: cq checked non-NULL; written last, on success.
         unsafe { *cq = Box::into_raw(c) as *mut fid_cq };
@@ -504,16 +718,47 @@ impl Cq {
     }
 
     /// Whether a read would return something (entries, an error, or the
-    /// overrun report): what fi_trywait must answer -FI_EAGAIN for.
+    /// overrun report).
     pub fn has_entries(&self) -> bool {
         self.lock().readable()
     }
 
-    /// Keeps the eventfd readable exactly while a read would not block.
+    /// Whether the eventfd is readable: entries, or a pending signal.
+    fn busy(&self) -> bool {
+        let q = self.lock();
+        q.readable() || q.signal
+    }
+
+    /// fi_trywait on this CQ: drives progress, then -FI_EAGAIN if a read
+    /// would not block (or a fi_cq_signal is pending) or a message waits in
+    /// an endpoint's inbox, else arms the endpoints' wake-up sockets that
+    /// the wait fd watches ([`WaitFd::prepare`]), so that the next message
+    /// makes the fd readable, and returns Ok.
+    pub fn trywait(&self) -> Result<()> {
+        self.domain().progress();
+        if self.busy() {
+            return Err(Error::AGAIN);
+        }
+        let ready = match &self.wfd {
+            Some(w) => w.prepare(self.domain(), |x| x.reports_tx_to(self)),
+            // No fd: the progress thread sets nothing, but wakes sread.
+            None => {
+                self.domain().progress_before_wait();
+                true
+            }
+        };
+        if !ready || self.busy() {
+            return Err(Error::AGAIN);
+        }
+        Ok(())
+    }
+
+    /// Keeps the eventfd readable exactly while a read would not block
+    /// (but for the moments an [`FdHold`] defers setting it).
     fn sync_fd(&self, q: &mut Queues) {
-        let Some(fd) = &self.efd else { return };
+        let Some(fd) = &self.wfd else { return };
         let want = q.readable() || q.signal;
-        if want && !q.fd_set {
+        if want && !q.fd_set && q.fd_holds == 0 {
             fd.set();
             q.fd_set = true;
         } else if !want && q.fd_set {
@@ -526,6 +771,9 @@ impl Cq {
     fn wake(&self, mut q: MutexGuard<'_, Queues>) {
         self.sync_fd(&mut q);
         let waiters = q.waiters;
+        if waiters > 0 {
+            q.woken_at = Some(Instant::now());
+        }
         drop(q);
         if waiters > 0 {
             self.cond.notify_all();
@@ -706,8 +954,40 @@ impl Cq {
         }
     }
 
+    /// The outcome of a blocking read, if it is over: the wait condition
+    /// holds, an error or a signal arrived, or the deadline passed.
+    ///
+    /// # Safety
+    /// As [`Cq::read_locked`].
+    unsafe fn sread_outcome(
+        &self,
+        q: &mut Queues,
+        threshold: usize,
+        deadline: Option<Instant>,
+        out: (*mut c_void, usize, *mut fi_addr_t),
+    ) -> Option<Result<isize>> {
+        let (buf, count, src) = out;
+        if !q.errs.is_empty() || q.overrun != Overrun::No || q.ok.len() >= threshold {
+            // SAFETY: per the function contract.
+            return Some(unsafe { self.read_locked(q, buf, count, src) });
+        }
+        let expired = deadline.is_some_and(|d| Instant::now() >= d);
+        if !q.signal && !expired {
+            return None;
+        }
+        q.signal = false;
+        if q.ok.is_empty() {
+            self.sync_fd(q);
+            return Some(Err(Error::AGAIN));
+        }
+        // Fewer than the threshold: the condition is only a hint.
+        // SAFETY: per the function contract.
+        Some(unsafe { self.read_locked(q, buf, count, src) })
+    }
+
     /// Blocks until the wait condition holds, a signal or an error arrives,
-    /// or the timeout passes, then reads.
+    /// or the timeout passes, then reads. Polls first (driving progress),
+    /// then sleeps until the progress thread pushes a completion.
     ///
     /// # Safety
     /// As [`Cq::read_locked`].
@@ -735,23 +1015,28 @@ impl Cq {
             fi_cq_wait_cond::FI_CQ_COND_NONE => 1,
         };
         let threshold = threshold.min(count).min(self.size).max(1);
+        let start = Instant::now();
         let deadline = deadline(timeout);
+        let out = (buf, count, src);
+        let polled = self.spin.poll(self.wait == WaitObj::Yield, deadline, || {
+            self.domain().progress();
+            let mut q = self.lock();
+            // SAFETY: per the function contract.
+            unsafe { self.sread_outcome(&mut q, threshold, deadline, out) }
+        });
+        if let Some(r) = polled {
+            return r;
+        }
+        self.domain().progress_before_wait();
         let mut q = self.lock();
+        q.woken_at = None;
         loop {
-            if !q.errs.is_empty() || q.overrun != Overrun::No || q.ok.len() >= threshold {
-                // SAFETY: per the function contract.
-                return unsafe { self.read_locked(&mut q, buf, count, src) };
-            }
-            let expired = deadline.is_some_and(|d| Instant::now() >= d);
-            if q.signal || expired {
-                q.signal = false;
-                if q.ok.is_empty() {
-                    self.sync_fd(&mut q);
-                    return Err(Error::AGAIN);
-                }
-                // Fewer than the threshold: the condition is only a hint.
-                // SAFETY: per the function contract.
-                return unsafe { self.read_locked(&mut q, buf, count, src) };
+            // SAFETY: per the function contract.
+            if let Some(r) = unsafe { self.sread_outcome(&mut q, threshold, deadline, out) } {
+                let event = q.woken_at.take().unwrap_or_else(Instant::now);
+                drop(q);
+                self.spin.slept(event.saturating_duration_since(start));
+                return r;
             }
             q.waiters += 1;
             q = match deadline {
@@ -812,7 +1097,7 @@ unsafe extern "C" fn control(f: *mut fid, command: c_int, arg: *mut c_void) -> c
         let cq = unsafe { from_fid::<Cq>(f) }?;
         match command {
             FI_GETWAIT => {
-                let Some(fd) = &cq.efd else {
+                let Some(fd) = &cq.wfd else {
                     crate::ox_log!(
                         Warn,
                         Cq,
@@ -860,11 +1145,20 @@ unsafe extern "C" fn readfrom(
         // SAFETY: from_fid checks the object.
         let c = unsafe { from_fid::<Cq>(cq as *const fid) }?;
         check_buf(buf, count, "fi_cq_read")?;
-        c.domain().progress();
+        if c.wfd.is_some() {
+            // What this progress completes is read below: the eventfd
+            // need not flip for it.
+            let _hold = FdHold::new(c);
+            c.domain().progress();
+        } else {
+            c.domain().progress();
+        }
         let mut q = c.lock();
         // SAFETY: buf holds count entries and src_addr (if any) count
         // addresses (fi_cq_read(3)).
-        unsafe { c.read_locked(&mut q, buf, count, src_addr) }
+        let r = unsafe { c.read_locked(&mut q, buf, count, src_addr) };
+        c.sync_fd(&mut q);
+        r
     })
 }
 
