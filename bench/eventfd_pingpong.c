@@ -5,13 +5,17 @@
  * sleeps in the kernel between messages (FI_WAIT_FD + fi_trywait + epoll)
  * can hope for on this machine.
  *
- * Usage: eventfd_pingpong [iterations] [warmup]    (default 10000, 100)
+ * Usage: eventfd_pingpong [iterations [warmup [cpu_a cpu_b]]]
+ *        (default 10000, 100, unpinned)
+ * With cpu_a and cpu_b, the parent runs on CPU cpu_a and the child on
+ * cpu_b (the same number for both: one CPU).
  * Prints one line:  eventfd_pingpong iters N usec/xfer X
  * where X is half a round trip in microseconds, as fabtests' pingpongs
  * report it.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +78,18 @@ static void side(int in, int out, long n, int first)
 	close(ep);
 }
 
+static void pin(int cpu)
+{
+	cpu_set_t set;
+
+	if (cpu < 0)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		die("sched_setaffinity");
+}
+
 static double now_us(void)
 {
 	struct timespec t;
@@ -86,6 +102,8 @@ int main(int argc, char **argv)
 {
 	long iters = argc > 1 ? atol(argv[1]) : 10000;
 	long warmup = argc > 2 ? atol(argv[2]) : 100;
+	int cpu_a = argc > 4 ? atoi(argv[3]) : -1;
+	int cpu_b = argc > 4 ? atoi(argv[4]) : -1;
 	int ping = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	int pong = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	int status;
@@ -102,9 +120,11 @@ int main(int argc, char **argv)
 	if (child < 0)
 		die("fork");
 	if (child == 0) {
+		pin(cpu_b);
 		side(ping, pong, warmup + iters, 0);
 		_exit(0);
 	}
+	pin(cpu_a);
 	side(pong, ping, warmup, 1);
 	t0 = now_us();
 	side(pong, ping, iters, 1);

@@ -3,8 +3,10 @@
 //! [`Cntr::inc_err`] without taking a lock unless a thread is waiting.
 //!
 //! fi_cntr_wait polls for a short, adaptive while (driving progress, as
-//! fi_cntr_read does), then hands the inbox to the progress threads and
-//! blocks on a condition variable that their updates wake; with FI_WAIT_FD
+//! fi_cntr_read does), then sleeps in poll(2) on a private wait fd that an
+//! update made while a thread waits sets, as does the sender of the next
+//! message to one of the domain's endpoints (the woken thread then handles
+//! the message itself; see cq.rs's `WaitFd`); with FI_WAIT_FD
 //! the counter also keeps an eventfd that becomes readable when either
 //! count changes and unreadable when the application observes the counter
 //! (fi_cntr_read, fi_cntr_readerr, fi_cntr_wait), for `FI_GETWAIT`,
@@ -22,7 +24,7 @@ use crate::prov::info::version;
 use libc::{c_int, c_void};
 use std::mem::offset_of;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
 /// Tag of live oxshm counters.
@@ -31,6 +33,8 @@ pub const TAG_CNTR: u64 = u64::from_be_bytes(*b"oxCNTR\0\0");
 struct WaitState {
     /// Whether the eventfd is currently set.
     fd_set: bool,
+    /// Whether the sleepers' eventfd is set.
+    sleep_set: bool,
     /// When an update last woke the waiters (for [`Spin::slept`]).
     woken_at: Option<Instant>,
 }
@@ -48,7 +52,8 @@ pub struct Cntr {
     /// Threads inside fi_cntr_wait; updates skip the lock while it is 0.
     waiters: AtomicUsize,
     lock: Mutex<WaitState>,
-    cond: Condvar,
+    /// What fi_cntr_wait sleeps on, made at the first sleep.
+    sleeper: OnceLock<WaitFd>,
     spin: Spin,
 }
 
@@ -212,9 +217,10 @@ pub unsafe extern "C" fn open(
             waiters: AtomicUsize::new(0),
             lock: Mutex::new(WaitState {
                 fd_set: false,
+                sleep_set: false,
                 woken_at: None,
             }),
-            cond: Condvar::new(),
+            sleeper: OnceLock::new(),
             spin: Spin::default(),
         });
         // SAFETY: cntr checked non-NULL; written last, on success.
@@ -305,10 +311,25 @@ impl Cntr {
             drop(g);
         }
         if self.waiters.load(Ordering::SeqCst) > 0 {
-            // Taking the lock orders this notify after the waiter's check.
-            self.lock().woken_at = Some(Instant::now());
-            self.cond.notify_all();
+            if let Some(s) = self.sleeper.get() {
+                let mut g = self.lock();
+                if !g.sleep_set {
+                    g.woken_at = Some(Instant::now());
+                    s.set();
+                    g.sleep_set = true;
+                }
+            }
         }
+    }
+
+    /// The fd fi_cntr_wait sleeps on.
+    fn sleeper(&self) -> Result<&WaitFd> {
+        if let Some(s) = self.sleeper.get() {
+            return Ok(s);
+        }
+        let s = WaitFd::new("fi_cntr_wait")?;
+        // Another waiter may have made one meanwhile: it is kept.
+        Ok(self.sleeper.get_or_init(|| s))
     }
 
     /// The application looked at the counter: the fd waits for the next
@@ -353,7 +374,8 @@ impl Cntr {
 
     /// fi_cntr_wait: 0 once the count reaches `threshold`, -FI_EAVAIL if the
     /// error count changes first, -FI_ETIMEDOUT after `timeout` ms. Polls
-    /// first (driving progress), then sleeps until an update wakes it.
+    /// first (driving progress), then sleeps until an update or a message
+    /// wakes it, and drives progress itself after each wake-up.
     fn wait_for(&self, threshold: u64, timeout: c_int) -> Result<()> {
         let start = Instant::now();
         self.domain().progress();
@@ -382,28 +404,39 @@ impl Cntr {
         if let Some(r) = polled {
             return r;
         }
-        self.domain().progress_before_wait();
-        let mut g = self.lock();
-        g.woken_at = None;
-        self.waiters.fetch_add(1, Ordering::SeqCst);
-        let _waiting = Waiting(&self.waiters);
+        let sleeper = self.sleeper()?;
+        self.lock().woken_at = None;
+        let mut woke = None;
         loop {
+            // Registered before the counts are read (see `wake`), and only
+            // while asleep: updates this thread's own progress makes need
+            // not set the fd.
+            self.waiters.fetch_add(1, Ordering::SeqCst);
+            let waiting = Waiting(&self.waiters);
+            // Cleared before the counts are read: an update after the
+            // read sets it again.
+            {
+                let mut g = self.lock();
+                if g.sleep_set {
+                    sleeper.clear();
+                    g.sleep_set = false;
+                }
+            }
             if let Some(r) = outcome() {
-                let event = g.woken_at.take().unwrap_or_else(Instant::now);
-                drop(g);
+                drop(waiting);
+                let event = self.lock().woken_at.take().or(woke);
+                let event = event.unwrap_or_else(Instant::now);
                 self.spin.slept(event.saturating_duration_since(start));
                 return r;
             }
-            g = match deadline {
-                None => self.cond.wait(g).unwrap_or_else(|e| e.into_inner()),
-                Some(d) => {
-                    let left = d.saturating_duration_since(Instant::now());
-                    self.cond
-                        .wait_timeout(g, left)
-                        .unwrap_or_else(|e| e.into_inner())
-                        .0
-                }
-            };
+            // Responses count sends, reads and writes.
+            if sleeper.prepare(self.domain(), |_| true) {
+                sleeper.sleep(deadline);
+                woke = Some(Instant::now());
+            }
+            drop(waiting);
+            // Woken by a message, the waiter handles it itself.
+            self.domain().progress();
         }
     }
 }
@@ -667,6 +700,52 @@ mod tests {
             // An error count that changed before the call does not count.
             assert_eq!(wait(c, 10, 10), Error::TIMEDOUT.code());
         }
+        assert_eq!(close_cntr(c), 0);
+    }
+
+    #[test]
+    fn wait_sleeps_until_another_thread_counts() {
+        for obj in [fi_wait_obj::FI_WAIT_UNSPEC, fi_wait_obj::FI_WAIT_FD] {
+            let r = Res::new(API_VERSION);
+            let c = open_cntr(&r, &mut comp(obj)).unwrap();
+            let k = cntr(c);
+            let first_done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let done = std::sync::Arc::clone(&first_done);
+            let counter = std::thread::spawn(move || {
+                // Until the waiter sleeps (it polls for microseconds first).
+                while k.waiters.load(Ordering::SeqCst) == 0 {
+                    std::thread::yield_now();
+                }
+                k.inc(1);
+                // The second wait has read the error count once it sleeps.
+                while !done.load(Ordering::SeqCst) || k.waiters.load(Ordering::SeqCst) == 0 {
+                    std::thread::yield_now();
+                }
+                k.inc_err(1);
+            });
+            // SAFETY: c is a live counter until the close below.
+            unsafe {
+                assert_eq!(wait(c, 1, -1), 0);
+                first_done.store(true, Ordering::SeqCst);
+                assert_eq!(wait(c, 2, -1), Error::AVAIL.code());
+            }
+            counter.join().unwrap();
+            assert_eq!(k.waiters.load(Ordering::SeqCst), 0);
+            assert_eq!(close_cntr(c), 0);
+        }
+    }
+
+    #[test]
+    fn trywait_follows_changes() {
+        let r = Res::new(API_VERSION);
+        let c = open_cntr(&r, &mut comp(fi_wait_obj::FI_WAIT_FD)).unwrap();
+        let k = cntr(c);
+        assert_eq!(k.trywait(), Ok(()));
+        k.inc(1);
+        assert_eq!(k.trywait(), Err(Error::AGAIN));
+        // SAFETY: c is live.
+        assert_eq!(unsafe { read(c) }, 1);
+        assert_eq!(k.trywait(), Ok(()));
         assert_eq!(close_cntr(c), 0);
     }
 

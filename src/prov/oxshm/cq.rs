@@ -4,12 +4,15 @@
 //! fi_cq_read(3) and friends, in the format it chose at open.
 //!
 //! Blocking reads first poll for a short, adaptive while ([`Spin`]),
-//! driving progress as fi_cq_read does, then hand the inbox to the
-//! progress threads and sleep on a condition variable that the completion
-//! they push wakes. With FI_WAIT_FD the CQ also keeps an eventfd that is
-//! readable while anything is queued (or a fi_cq_signal is pending), for
-//! `FI_GETWAIT`, fi_trywait and poll(2). FI_WAIT_UNSPEC and FI_WAIT_YIELD
-//! have no fd, so pushing a completion costs no system call.
+//! driving progress as fi_cq_read does, then sleep in poll(2) on a private
+//! [`WaitFd`]: its eventfd is set by whoever queues a completion while a
+//! reader sleeps, and its wake-up sockets by the sender of the next message
+//! to one of the domain's endpoints, which the woken reader then handles
+//! itself. With FI_WAIT_FD the CQ also keeps a public wait fd whose eventfd
+//! is readable while anything is queued (or a fi_cq_signal is pending),
+//! for `FI_GETWAIT`, fi_trywait and poll(2). FI_WAIT_UNSPEC and
+//! FI_WAIT_YIELD have no public fd, so pushing a completion costs no system
+//! call unless a reader sleeps.
 
 use super::domain::Domain;
 use super::object::{from_fid, nosys, slot, slot_ssize, Header, Object};
@@ -24,7 +27,7 @@ use libc::{c_char, c_int, c_void, size_t, ssize_t};
 use std::collections::VecDeque;
 use std::mem::offset_of;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 /// Tag of live oxshm CQs.
@@ -238,6 +241,25 @@ impl WaitFd {
         self.efd.clear()
     }
 
+    /// Sleeps in poll(2) until the fd is readable or `deadline` passes.
+    pub fn sleep(&self, deadline: Option<Instant>) {
+        let ms = match deadline {
+            None => -1,
+            Some(d) => {
+                let left = d.saturating_duration_since(Instant::now());
+                // Rounded up: waking early would only poll again.
+                left.as_micros().div_ceil(1000).min(c_int::MAX as u128) as c_int
+            }
+        };
+        let mut p = libc::pollfd {
+            fd: self.epfd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd; an EINTR return is a spurious wake-up.
+        unsafe { libc::poll(&mut p, 1, ms) };
+    }
+
     fn add(&self, fd: c_int) -> bool {
         let mut ev = libc::epoll_event {
             events: libc::EPOLLIN as u32,
@@ -331,19 +353,24 @@ impl Spin {
 
     /// Calls `ready` (which drives progress and looks for the event) until
     /// it answers, the polling phase is over or `deadline` passes;
-    /// `ready` is called at least once. With `yield_cpu` (FI_WAIT_YIELD)
-    /// the CPU is yielded between calls, else the loop spins.
+    /// `ready` is called at least once. Between calls the loop spins for
+    /// the first few, then yields the CPU (from the first with
+    /// `yield_cpu`, FI_WAIT_YIELD): where CPUs are fewer than runnable
+    /// threads, the peer or the thread that will complete the operation
+    /// may be waiting for this one's CPU.
     pub fn poll<T>(
         &self,
         yield_cpu: bool,
         deadline: Option<Instant>,
         mut ready: impl FnMut() -> Option<T>,
     ) -> Option<T> {
+        const SPINS: u32 = 16;
         let start = Instant::now();
         let mut end = start + self.budget();
         if let Some(d) = deadline {
             end = end.min(d);
         }
+        let mut n = 0u32;
         loop {
             if let Some(v) = ready() {
                 return Some(v);
@@ -351,7 +378,8 @@ impl Spin {
             if Instant::now() >= end {
                 return None;
             }
-            if yield_cpu {
+            n = n.saturating_add(1);
+            if yield_cpu || n > SPINS {
                 std::thread::yield_now();
             } else {
                 std::hint::spin_loop();
@@ -396,6 +424,8 @@ struct Queues {
     signal: bool,
     /// Whether the eventfd is currently set.
     fd_set: bool,
+    /// Whether the sleepers' eventfd is set.
+    sleep_set: bool,
     /// Threads blocked in sread (close refuses while any are).
     waiters: usize,
     /// When a thread last woke the sleepers (for [`Spin::slept`]).
@@ -444,9 +474,11 @@ pub struct Cq {
     size: usize,
     wait: WaitObj,
     wait_cond: fi_cq_wait_cond,
+    /// The public wait fd (FI_WAIT_FD).
     wfd: Option<WaitFd>,
+    /// What blocked readers sleep on, made at the first sleep.
+    sleeper: OnceLock<WaitFd>,
     q: Mutex<Queues>,
-    cond: Condvar,
     spin: Spin,
 }
 
@@ -674,11 +706,12 @@ pub unsafe extern "C" fn open(
                 overrun: Overrun::No,
                 signal: false,
                 fd_set: false,
+                sleep_set: false,
                 waiters: 0,
                 woken_at: None,
                 fd_holds: 0,
             }),
-            cond: Condvar::new(),
+            sleeper: OnceLock::new(),
             spin: Spin::default(),
         });
         // SAFETY: cq checked non-NULL; written last, on success.
@@ -735,7 +768,15 @@ impl Cq {
     /// the wait fd watches ([`WaitFd::prepare`]), so that the next message
     /// makes the fd readable, and returns Ok.
     pub fn trywait(&self) -> Result<()> {
-        self.domain().progress();
+        if self.wfd.is_some() {
+            // A completion this progress queues is reported by -FI_EAGAIN
+            // and taken by the read that follows it: the eventfd need not
+            // flip for it (the next push or read syncs it).
+            let _hold = FdHold::new(self);
+            self.domain().progress();
+        } else {
+            self.domain().progress();
+        }
         if self.busy() {
             return Err(Error::AGAIN);
         }
@@ -770,14 +811,23 @@ impl Cq {
     /// Signals the wait objects after the queue changed; drops the lock.
     fn wake(&self, mut q: MutexGuard<'_, Queues>) {
         self.sync_fd(&mut q);
-        let waiters = q.waiters;
-        if waiters > 0 {
-            q.woken_at = Some(Instant::now());
+        if q.waiters > 0 && !q.sleep_set {
+            if let Some(s) = self.sleeper.get() {
+                q.woken_at = Some(Instant::now());
+                s.set();
+                q.sleep_set = true;
+            }
         }
-        drop(q);
-        if waiters > 0 {
-            self.cond.notify_all();
+    }
+
+    /// The fd blocked readers sleep on.
+    fn sleeper(&self) -> Result<&WaitFd> {
+        if let Some(s) = self.sleeper.get() {
+            return Ok(s);
         }
+        let s = WaitFd::new("fi_cq_sread")?;
+        // Another reader may have made one meanwhile: it is kept.
+        Ok(self.sleeper.get_or_init(|| s))
     }
 
     /// Refuses a push when the CQ is full or overrun.
@@ -987,7 +1037,8 @@ impl Cq {
 
     /// Blocks until the wait condition holds, a signal or an error arrives,
     /// or the timeout passes, then reads. Polls first (driving progress),
-    /// then sleeps until the progress thread pushes a completion.
+    /// then sleeps until a completion is queued or a message arrives, and
+    /// drives progress itself after each wake-up.
     ///
     /// # Safety
     /// As [`Cq::read_locked`].
@@ -1027,30 +1078,44 @@ impl Cq {
         if let Some(r) = polled {
             return r;
         }
-        self.domain().progress_before_wait();
-        let mut q = self.lock();
-        q.woken_at = None;
+        let sleeper = self.sleeper()?;
+        let mut woke = None;
         loop {
+            let mut q = self.lock();
+            // Cleared before the queue is looked at: a completion queued
+            // after the look sets it again.
+            if q.sleep_set {
+                sleeper.clear();
+                q.sleep_set = false;
+            }
             // SAFETY: per the function contract.
             if let Some(r) = unsafe { self.sread_outcome(&mut q, threshold, deadline, out) } {
-                let event = q.woken_at.take().unwrap_or_else(Instant::now);
+                let event = q.woken_at.take().or(woke).unwrap_or_else(Instant::now);
                 drop(q);
                 self.spin.slept(event.saturating_duration_since(start));
                 return r;
             }
             q.waiters += 1;
-            q = match deadline {
-                None => self.cond.wait(q).unwrap_or_else(|e| e.into_inner()),
-                Some(d) => {
-                    let left = d.saturating_duration_since(Instant::now());
-                    self.cond
-                        .wait_timeout(q, left)
-                        .unwrap_or_else(|e| e.into_inner())
-                        .0
-                }
-            };
-            q.waiters -= 1;
+            q.woken_at = None;
+            drop(q);
+            let waiting = Sleeping(self);
+            if sleeper.prepare(self.domain(), |x| x.reports_tx_to(self)) {
+                sleeper.sleep(deadline);
+                woke = Some(Instant::now());
+            }
+            drop(waiting);
+            // Woken by a message, the reader handles it itself.
+            self.domain().progress();
         }
+    }
+}
+
+/// Counts a reader out of the sleepers however its sleep ends.
+struct Sleeping<'a>(&'a Cq);
+
+impl Drop for Sleeping<'_> {
+    fn drop(&mut self) {
+        self.0.lock().waiters -= 1;
     }
 }
 
@@ -1753,6 +1818,96 @@ pub(super) mod tests {
         assert!(t0.elapsed() < Duration::from_secs(4));
         assert_eq!(out[2].op_context, ctx(3));
         assert_eq!(close_cq(cq), 0);
+    }
+
+    #[test]
+    fn spin_adapts_to_when_events_come() {
+        let s = Spin::default();
+        assert_eq!(s.budget(), SPIN_START);
+        // Events soon after the start: a longer poll would have caught
+        // them, up to the longest.
+        for _ in 0..10 {
+            s.slept(Duration::from_micros(50));
+        }
+        assert_eq!(s.budget(), SPIN_MAX);
+        // Rare events: down to the shortest.
+        for _ in 0..20 {
+            s.slept(Duration::from_millis(5));
+        }
+        assert_eq!(s.budget(), SPIN_MIN);
+        s.slept(SPIN_MAX);
+        assert_eq!(s.budget(), SPIN_MIN * 2);
+        // The poll returns what `ready` answers, and gives up at the
+        // deadline having called it at least once.
+        let mut calls = 0;
+        assert_eq!(s.poll(false, None, || Some(7)), Some(7));
+        let past = Instant::now();
+        assert_eq!(
+            s.poll(true, Some(past), || {
+                calls += 1;
+                None::<()>
+            }),
+            None
+        );
+        assert_eq!(calls, 1);
+    }
+
+    #[test]
+    fn trywait_answers_for_queue_and_signal() {
+        let r = Res::new(API_VERSION);
+        let cq = open_cq(
+            &r,
+            &mut attr(
+                fi_cq_format::FI_CQ_FORMAT_CONTEXT,
+                fi_wait_obj::FI_WAIT_FD,
+                0,
+            ),
+        )
+        .unwrap();
+        let c = cq_ref(cq);
+        assert_eq!(c.trywait(), Ok(()));
+        c.push(Completion::default()).unwrap();
+        assert_eq!(c.trywait(), Err(Error::AGAIN));
+        let mut out = [std::ptr::null_mut::<c_void>(); 1];
+        // SAFETY: out holds one entry.
+        assert_eq!(unsafe { read(cq, out.as_mut_ptr() as *mut c_void, 1) }, 1);
+        assert_eq!(c.trywait(), Ok(()));
+        // SAFETY: cq is live.
+        assert_eq!(unsafe { signal(cq) }, 0);
+        assert_eq!(c.trywait(), Err(Error::AGAIN));
+        // SAFETY: out holds one entry; the signal ends the wait at once.
+        let n = unsafe { sread(cq, out.as_mut_ptr() as *mut c_void, 1, std::ptr::null(), -1) };
+        assert_eq!(n, Error::AGAIN.code() as isize);
+        assert_eq!(c.trywait(), Ok(()));
+        assert_eq!(close_cq(cq), 0);
+    }
+
+    #[test]
+    fn sread_sleeps_until_another_thread_pushes() {
+        for wait in [fi_wait_obj::FI_WAIT_UNSPEC, fi_wait_obj::FI_WAIT_YIELD] {
+            let r = Res::new(API_VERSION);
+            let cq = open_cq(&r, &mut attr(fi_cq_format::FI_CQ_FORMAT_CONTEXT, wait, 0)).unwrap();
+            let c = cq_ref(cq);
+            let pusher = std::thread::spawn(move || {
+                // Until the reader sleeps (it polls for microseconds first).
+                while c.lock().waiters == 0 {
+                    std::thread::yield_now();
+                }
+                c.push(Completion {
+                    context: ctx(9),
+                    ..Completion::default()
+                })
+                .unwrap();
+            });
+            let mut out = [std::ptr::null_mut::<c_void>(); 1];
+            // SAFETY: out holds one entry.
+            let n = unsafe { sread(cq, out.as_mut_ptr() as *mut c_void, 1, std::ptr::null(), -1) };
+            pusher.join().unwrap();
+            assert_eq!(n, 1);
+            assert_eq!(out[0], ctx(9));
+            assert_eq!(c.lock().waiters, 0);
+            assert_eq!(close_cq(cq), 0);
+        }
     }
 
     #[test]

@@ -1015,6 +1015,58 @@ mod tests {
         assert_eq!(Segment::create(&a).err(), Some(Error::ADDRINUSE));
     }
 
+    fn readable(fd: libc::c_int) -> bool {
+        let mut p = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd; a zero timeout only looks.
+        unsafe { libc::poll(&mut p, 1, 0) == 1 }
+    }
+
+    #[test]
+    fn armed_owner_is_woken_by_the_next_request() {
+        let a = addr(5);
+        let own = Segment::create(&a).unwrap();
+        let peer = Segment::open(&a).unwrap();
+        let (fd, _) = own.wake_fd().expect("a wake-up socket");
+        // Unarmed: senders write nothing.
+        peer.send(&[b"one"], Urgency::Request).unwrap();
+        assert!(!readable(fd));
+        // A message is pending: arming says not to sleep.
+        assert!(!own.arm(true));
+        assert!(own.recv(|m| assert_eq!(m, b"one")));
+        // Armed for requests only: a reply does not wake, a request does,
+        // and the byte is queued before send returns.
+        assert!(own.arm(false));
+        peer.send(&[b"reply"], Urgency::Reply).unwrap();
+        assert!(!readable(fd));
+        peer.send(&[b"request"], Urgency::Request).unwrap();
+        assert!(readable(fd));
+        // One byte per arming: the first sender disarmed it.
+        peer.send(&[b"another"], Urgency::Request).unwrap();
+        assert!(own.recv(|m| assert_eq!(m, b"reply")));
+        assert!(own.recv(|m| assert_eq!(m, b"request")));
+        assert!(own.recv(|m| assert_eq!(m, b"another")));
+        // Arming again reads the old byte: the fd waits for the next one.
+        assert!(own.arm(true));
+        assert!(!readable(fd));
+        peer.send(&[b"ack"], Urgency::Reply).unwrap();
+        assert!(readable(fd));
+        assert!(own.recv(|m| assert_eq!(m, b"ack")));
+        // A stranger's bytes are read too.
+        for _ in 0..20 {
+            peer.wake_owner();
+        }
+        assert!(readable(fd));
+        assert!(own.arm(false));
+        assert!(!readable(fd));
+        // A peer's segment has no socket of its own to watch.
+        assert!(peer.wake_fd().is_none());
+        assert!(!peer.arm(false));
+    }
+
     #[test]
     fn this_process_is_alive_and_pid_reuse_is_told_apart() {
         let me = std::process::id();
