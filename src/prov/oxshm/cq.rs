@@ -188,13 +188,14 @@ impl Drop for EventFd {
     }
 }
 
-/// The fd of an FI_WAIT_FD CQ or counter (`FI_GETWAIT`): an epoll set
-/// that watches the object's eventfd, which the object keeps readable
-/// while it has something to report, and the wake-up sockets of the
-/// domain's endpoints, which the sender of the next message makes readable
-/// once fi_trywait armed them. An application asleep in poll(2) is thus
-/// woken by the sending process itself, as by an eventfd it shared with
-/// it; completions that the progress thread produces meanwhile reach it
+/// The fd of an FI_WAIT_FD CQ or counter (`FI_GETWAIT`), and the private
+/// one that fi_cq_sread and fi_cntr_wait sleep on: an epoll set that
+/// watches the object's eventfd, which the object sets when it has
+/// something to report, and the wake-up sockets of the domain's endpoints,
+/// which the sender of the next message makes readable once they are
+/// armed ([`WaitFd::prepare`]). A thread asleep in poll(2) is thus woken
+/// by the sending process itself, as by an eventfd it shared with it;
+/// completions that the progress thread produces meanwhile reach it
 /// through the eventfd.
 pub struct WaitFd {
     efd: EventFd,
@@ -331,8 +332,10 @@ const SPIN_START: Duration = Duration::from_micros(20);
 /// [`SPIN_MAX`] of its start doubles it (a longer poll would have caught
 /// the event), one whose event came later halves it, so a thread that
 /// waits for rare events soon polls only [`SPIN_MIN`] before it sleeps.
-/// The event's time is stamped by the thread that wakes the sleeper, so
-/// a slow wake-up does not count against polling.
+/// The event's time is stamped by the thread that queues the completion
+/// or counts while the waiter sleeps, so that a slow wake-up does not
+/// count against polling; a waiter woken by a message itself takes the
+/// time it woke.
 pub struct Spin {
     nanos: AtomicU64,
 }
@@ -782,7 +785,7 @@ impl Cq {
         }
         let ready = match &self.wfd {
             Some(w) => w.prepare(self.domain(), |x| x.reports_tx_to(self)),
-            // No fd: the progress thread sets nothing, but wakes sread.
+            // No wait fd to arm: the progress threads take the inboxes.
             None => {
                 self.domain().progress_before_wait();
                 true

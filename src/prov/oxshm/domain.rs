@@ -350,8 +350,9 @@ impl Domain {
         self.progress_as(true);
     }
 
-    /// Progress before a call blocks (fi_cq_sread, fi_cntr_wait): the
-    /// progress threads go on serving the endpoints meanwhile.
+    /// Progress before the application blocks with nothing armed to wake
+    /// it (fi_trywait on an object without a wait fd): the progress
+    /// threads serve the endpoints from now on.
     pub fn progress_before_wait(&self) {
         self.progress_as(false);
     }

@@ -175,8 +175,8 @@ unsafe extern "C" fn wait_open(
 }
 
 /// -FI_EAGAIN if any of the objects already has something to read (the
-/// caller must not block), else 0, the CQs and counters having handed
-/// progress to the progress threads, which signal their fds.
+/// caller must not block), else 0, the CQs and counters having armed what
+/// makes their fds readable (see `Cq::trywait`).
 unsafe extern "C" fn trywait(fabric: *mut fid_fabric, fids: *mut *mut fid, count: c_int) -> c_int {
     slot("fi_trywait", || {
         // SAFETY: fabric comes from the application; from_fid checks it.

@@ -53,10 +53,12 @@
 //! for [`APP_POLL_GRACE`]: a target that polls pays no system call per
 //! message, an idle one still completes every operation (FI_PROGRESS_AUTO).
 //! An application thread about to sleep (fi_cq_sread, fi_cntr_wait, or
-//! fi_trywait before poll(2) on a wait fd) hands the inbox back at once
-//! ([`Xfer::hand_off`]): the thread leaves its grace period and takes the
-//! next message, so the sleeper is woken by the completion it waits for,
-//! not by the end of the grace period.
+//! poll(2) on a wait fd after fi_trywait) arms the inbox's wake-up socket
+//! instead ([`Xfer::prepare_fd_wait`], shm.rs): the sender of the next
+//! message wakes it, and it handles the message itself, with no progress
+//! thread in between. Where an inbox has no socket, the sleeper hands it
+//! back to the progress thread ([`Xfer::hand_off`]), which then leaves its
+//! grace period at once.
 //!
 //! # Faults
 //!
