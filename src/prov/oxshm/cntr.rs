@@ -394,7 +394,7 @@ impl Cntr {
             }
         };
         let mut first = true;
-        let polled = self.spin.poll(self.wait == WaitObj::Yield, deadline, || {
+        let polled = self.spin.poll(deadline, || {
             if !first {
                 self.domain().progress();
             }
