@@ -217,6 +217,7 @@ bench: lib deps
 	BUILD=$(BUILD) bash bench/fabtests_bench.sh
 	BUILD=$(BUILD) bash bench/run.sh
 	BUILD=$(BUILD) bash bench/rma_run.sh
+	BUILD=$(BUILD) bash bench/wait_run.sh
 	BUILD=$(BUILD) bash bench/cache_run.sh
 	BUILD=$(BUILD) bash bench/shim_run.sh
 	$(CARGO) bench --bench verify

@@ -42,6 +42,10 @@ struct peer {
 
 static int peer_pipes[2][2];
 
+/* The wait object of the CQ and counters peer_open_ep opens; a case may
+ * set it before peer_open (test_wait.c does). */
+static enum fi_wait_obj peer_wait_obj = FI_WAIT_UNSPEC;
+
 /* Writes/reads exactly n bytes on the harness pipes (aborts on failure). */
 static inline void peer_put(struct peer *p, const void *b, size_t n)
 {
@@ -143,14 +147,14 @@ static inline int peer_open_ep(struct peer *p, int mr_mode, uint64_t caps)
 	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
 	CHECK_OK(fi_av_open(p->domain, &av_attr, &p->av, NULL));
 	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED,
-				      .wait_obj = FI_WAIT_UNSPEC };
+				      .wait_obj = peer_wait_obj };
 	CHECK_OK(fi_cq_open(p->domain, &cq_attr, &p->cq, NULL));
 	CHECK_OK(fi_endpoint(p->domain, p->info, &p->ep, NULL));
 	CHECK_OK(fi_ep_bind(p->ep, &p->av->fid, 0));
 	CHECK_OK(fi_ep_bind(p->ep, &p->cq->fid, FI_TRANSMIT | FI_RECV));
 	for (int i = 0; i < PEER_CNTRS; i++) {
 		struct fi_cntr_attr ca = { .events = FI_CNTR_EVENTS_COMP,
-					   .wait_obj = FI_WAIT_UNSPEC };
+					   .wait_obj = peer_wait_obj };
 		if (peer_events[i] & (FI_REMOTE_READ | FI_REMOTE_WRITE) &&
 		    !(p->info->caps & FI_RMA_EVENT))
 			continue;

@@ -2,12 +2,17 @@
 //! both atomic, that the data path bumps through [`Cntr::inc`] and
 //! [`Cntr::inc_err`] without taking a lock unless a thread is waiting.
 //!
-//! fi_cntr_wait blocks on a condition variable; with FI_WAIT_FD the counter
-//! also keeps an eventfd that becomes readable when either count changes and
-//! unreadable when the application observes the counter (fi_cntr_read,
-//! fi_cntr_readerr, fi_cntr_wait), for `FI_GETWAIT` and poll(2).
+//! fi_cntr_wait polls for a short, adaptive while (driving progress, as
+//! fi_cntr_read does), then sleeps in poll(2) on a private wait fd that an
+//! update made while a thread waits sets, as does the sender of the next
+//! message to one of the domain's endpoints (the woken thread then handles
+//! the message itself; see cq.rs's `WaitFd`); with FI_WAIT_FD
+//! the counter also keeps an eventfd that becomes readable when either
+//! count changes and unreadable when the application observes the counter
+//! (fi_cntr_read, fi_cntr_readerr, fi_cntr_wait), for `FI_GETWAIT`,
+//! fi_trywait and poll(2).
 
-use super::cq::{deadline, EventFd, WaitObj};
+use super::cq::{deadline, Spin, WaitFd, WaitObj};
 use super::domain::Domain;
 use super::object::{from_fid, nosys, slot, Header, Object};
 use crate::abi::domain::fid_domain;
@@ -19,7 +24,7 @@ use crate::prov::info::version;
 use libc::{c_int, c_void};
 use std::mem::offset_of;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
 /// Tag of live oxshm counters.
@@ -28,6 +33,10 @@ pub const TAG_CNTR: u64 = u64::from_be_bytes(*b"oxCNTR\0\0");
 struct WaitState {
     /// Whether the eventfd is currently set.
     fd_set: bool,
+    /// Whether the sleepers' eventfd is set.
+    sleep_set: bool,
+    /// When an update last woke the waiters (for [`Spin::slept`]).
+    woken_at: Option<Instant>,
 }
 
 #[repr(C)]
@@ -37,13 +46,15 @@ pub struct Cntr {
     domain: *const Domain,
     events: fi_cntr_events,
     wait: WaitObj,
-    efd: Option<EventFd>,
+    wfd: Option<WaitFd>,
     value: AtomicU64,
     errors: AtomicU64,
     /// Threads inside fi_cntr_wait; updates skip the lock while it is 0.
     waiters: AtomicUsize,
     lock: Mutex<WaitState>,
-    cond: Condvar,
+    /// What fi_cntr_wait sleeps on, made at the first sleep.
+    sleeper: OnceLock<WaitFd>,
+    spin: Spin,
 }
 
 // SAFETY: the domain pointer is only used to release the counter's hold at
@@ -182,8 +193,8 @@ pub unsafe extern "C" fn open(
             a
         };
         let (events, wait) = check_attr(d.api_version, &a)?;
-        let efd = match wait {
-            WaitObj::Fd => Some(EventFd::new("fi_cntr_open")?),
+        let wfd = match wait {
+            WaitObj::Fd => Some(WaitFd::new("fi_cntr_open")?),
             _ => None,
         };
         d.hdr.hold();
@@ -200,12 +211,17 @@ pub unsafe extern "C" fn open(
             domain: d,
             events,
             wait,
-            efd,
+            wfd,
             value: AtomicU64::new(0),
             errors: AtomicU64::new(0),
             waiters: AtomicUsize::new(0),
-            lock: Mutex::new(WaitState { fd_set: false }),
-            cond: Condvar::new(),
+            lock: Mutex::new(WaitState {
+                fd_set: false,
+                sleep_set: false,
+                woken_at: None,
+            }),
+            sleeper: OnceLock::new(),
+            spin: Spin::default(),
         });
         // SAFETY: cntr checked non-NULL; written last, on success.
         unsafe { *cntr = Box::into_raw(c) as *mut fid_cntr };
@@ -286,7 +302,7 @@ impl Cntr {
     /// written (SeqCst) before `waiters` is read, and a waiter registers
     /// before it reads the count, so one of the two always sees the other.
     fn wake(&self) {
-        if let Some(fd) = &self.efd {
+        if let Some(fd) = &self.wfd {
             let mut g = self.lock();
             if !g.fd_set {
                 fd.set();
@@ -295,16 +311,31 @@ impl Cntr {
             drop(g);
         }
         if self.waiters.load(Ordering::SeqCst) > 0 {
-            // Taking the lock orders this notify after the waiter's check.
-            drop(self.lock());
-            self.cond.notify_all();
+            if let Some(s) = self.sleeper.get() {
+                let mut g = self.lock();
+                if !g.sleep_set {
+                    g.woken_at = Some(Instant::now());
+                    s.set();
+                    g.sleep_set = true;
+                }
+            }
         }
+    }
+
+    /// The fd fi_cntr_wait sleeps on.
+    fn sleeper(&self) -> Result<&WaitFd> {
+        if let Some(s) = self.sleeper.get() {
+            return Ok(s);
+        }
+        let s = WaitFd::new("fi_cntr_wait")?;
+        // Another waiter may have made one meanwhile: it is kept.
+        Ok(self.sleeper.get_or_init(|| s))
     }
 
     /// The application looked at the counter: the fd waits for the next
     /// change. Cleared before the count is read, so no change is missed.
     fn observe(&self) {
-        if let Some(fd) = &self.efd {
+        if let Some(fd) = &self.wfd {
             let mut g = self.lock();
             if g.fd_set {
                 fd.clear();
@@ -313,39 +344,99 @@ impl Cntr {
         }
     }
 
+    /// fi_trywait on this counter: drives progress, then -FI_EAGAIN if
+    /// the counter changed since the application last looked at it (its
+    /// fd is readable) or a message waits in an endpoint's inbox, else
+    /// arms the wake-up sockets the wait fd watches and returns Ok.
+    pub fn trywait(&self) -> Result<()> {
+        self.domain().progress();
+        if self.changed() {
+            return Err(Error::AGAIN);
+        }
+        let ready = match &self.wfd {
+            // Responses count sends, reads and writes.
+            Some(w) => w.prepare(self.domain(), |_| true),
+            None => {
+                self.domain().progress_before_wait();
+                true
+            }
+        };
+        if !ready || self.changed() {
+            return Err(Error::AGAIN);
+        }
+        Ok(())
+    }
+
+    /// Whether the fd is set: a change the application has not observed.
+    fn changed(&self) -> bool {
+        self.wfd.is_some() && self.lock().fd_set
+    }
+
     /// fi_cntr_wait: 0 once the count reaches `threshold`, -FI_EAVAIL if the
-    /// error count changes first, -FI_ETIMEDOUT after `timeout` ms.
+    /// error count changes first, -FI_ETIMEDOUT after `timeout` ms. Polls
+    /// first (driving progress), then sleeps until an update or a message
+    /// wakes it, and drives progress itself after each wake-up.
     fn wait_for(&self, threshold: u64, timeout: c_int) -> Result<()> {
-        self.domain().progress_before_wait();
+        let start = Instant::now();
+        self.domain().progress();
         self.observe();
         let errors = self.errors();
-        if self.value() >= threshold {
-            return Ok(());
-        }
         let deadline = deadline(timeout);
-        let mut g = self.lock();
-        self.waiters.fetch_add(1, Ordering::SeqCst);
-        let _waiting = Waiting(&self.waiters);
-        loop {
+        let outcome = || {
             if self.value() >= threshold {
-                return Ok(());
+                Some(Ok(()))
+            } else if self.errors() != errors {
+                Some(Err(Error::AVAIL))
+            } else if deadline.is_some_and(|d| Instant::now() >= d) {
+                Some(Err(Error::TIMEDOUT))
+            } else {
+                None
             }
-            if self.errors() != errors {
-                return Err(Error::AVAIL);
+        };
+        let mut first = true;
+        let polled = self.spin.poll(deadline, || {
+            if !first {
+                self.domain().progress();
             }
-            g = match deadline {
-                None => self.cond.wait(g).unwrap_or_else(|e| e.into_inner()),
-                Some(d) => {
-                    let now = Instant::now();
-                    if now >= d {
-                        return Err(Error::TIMEDOUT);
-                    }
-                    self.cond
-                        .wait_timeout(g, d - now)
-                        .unwrap_or_else(|e| e.into_inner())
-                        .0
+            first = false;
+            outcome()
+        });
+        if let Some(r) = polled {
+            return r;
+        }
+        let sleeper = self.sleeper()?;
+        self.lock().woken_at = None;
+        let mut woke = None;
+        loop {
+            // Registered before the counts are read (see `wake`), and only
+            // while asleep: updates this thread's own progress makes need
+            // not set the fd.
+            self.waiters.fetch_add(1, Ordering::SeqCst);
+            let waiting = Waiting(&self.waiters);
+            // Cleared before the counts are read: an update after the
+            // read sets it again.
+            {
+                let mut g = self.lock();
+                if g.sleep_set {
+                    sleeper.clear();
+                    g.sleep_set = false;
                 }
-            };
+            }
+            if let Some(r) = outcome() {
+                drop(waiting);
+                let event = self.lock().woken_at.take().or(woke);
+                let event = event.unwrap_or_else(Instant::now);
+                self.spin.slept(event.saturating_duration_since(start));
+                return r;
+            }
+            // Responses count sends, reads and writes.
+            if sleeper.prepare(self.domain(), |_| true) {
+                sleeper.sleep(deadline);
+                woke = Some(Instant::now());
+            }
+            drop(waiting);
+            // Woken by a message, the waiter handles it itself.
+            self.domain().progress();
         }
     }
 }
@@ -381,7 +472,7 @@ unsafe extern "C" fn control(f: *mut fid, command: c_int, arg: *mut c_void) -> c
         let c = unsafe { from_fid::<Cntr>(f) }?;
         match command {
             FI_GETWAIT => {
-                let Some(fd) = &c.efd else {
+                let Some(fd) = &c.wfd else {
                     crate::ox_log!(
                         Warn,
                         Cntr,
@@ -609,6 +700,52 @@ mod tests {
             // An error count that changed before the call does not count.
             assert_eq!(wait(c, 10, 10), Error::TIMEDOUT.code());
         }
+        assert_eq!(close_cntr(c), 0);
+    }
+
+    #[test]
+    fn wait_sleeps_until_another_thread_counts() {
+        for obj in [fi_wait_obj::FI_WAIT_UNSPEC, fi_wait_obj::FI_WAIT_FD] {
+            let r = Res::new(API_VERSION);
+            let c = open_cntr(&r, &mut comp(obj)).unwrap();
+            let k = cntr(c);
+            let first_done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let done = std::sync::Arc::clone(&first_done);
+            let counter = std::thread::spawn(move || {
+                // Until the waiter sleeps (it polls for microseconds first).
+                while k.waiters.load(Ordering::SeqCst) == 0 {
+                    std::thread::yield_now();
+                }
+                k.inc(1);
+                // The second wait has read the error count once it sleeps.
+                while !done.load(Ordering::SeqCst) || k.waiters.load(Ordering::SeqCst) == 0 {
+                    std::thread::yield_now();
+                }
+                k.inc_err(1);
+            });
+            // SAFETY: c is a live counter until the close below.
+            unsafe {
+                assert_eq!(wait(c, 1, -1), 0);
+                first_done.store(true, Ordering::SeqCst);
+                assert_eq!(wait(c, 2, -1), Error::AVAIL.code());
+            }
+            counter.join().unwrap();
+            assert_eq!(k.waiters.load(Ordering::SeqCst), 0);
+            assert_eq!(close_cntr(c), 0);
+        }
+    }
+
+    #[test]
+    fn trywait_follows_changes() {
+        let r = Res::new(API_VERSION);
+        let c = open_cntr(&r, &mut comp(fi_wait_obj::FI_WAIT_FD)).unwrap();
+        let k = cntr(c);
+        assert_eq!(k.trywait(), Ok(()));
+        k.inc(1);
+        assert_eq!(k.trywait(), Err(Error::AGAIN));
+        // SAFETY: c is live.
+        assert_eq!(unsafe { read(c) }, 1);
+        assert_eq!(k.trywait(), Ok(()));
         assert_eq!(close_cntr(c), 0);
     }
 

@@ -3,13 +3,20 @@
 //! [`Cq::push`] / [`Cq::push_err`] and the application drains with
 //! fi_cq_read(3) and friends, in the format it chose at open.
 //!
-//! Blocking reads wait on a condition variable; with FI_WAIT_FD the CQ also
-//! keeps an eventfd that is readable while anything is queued (or a
-//! fi_cq_signal is pending), for `FI_GETWAIT` and poll(2). FI_WAIT_UNSPEC and
-//! FI_WAIT_YIELD have no fd, so pushing a completion costs no system call.
+//! Blocking reads first poll for a short, adaptive while ([`Spin`]),
+//! driving progress as fi_cq_read does, then sleep in poll(2) on a private
+//! [`WaitFd`]: its eventfd is set by whoever queues a completion while a
+//! reader sleeps, and its wake-up sockets by the sender of the next message
+//! to one of the domain's endpoints, which the woken reader then handles
+//! itself. With FI_WAIT_FD the CQ also keeps a public wait fd whose eventfd
+//! is readable while anything is queued (or a fi_cq_signal is pending),
+//! for `FI_GETWAIT`, fi_trywait and poll(2). FI_WAIT_UNSPEC and
+//! FI_WAIT_YIELD have no public fd, so pushing a completion costs no system
+//! call unless a reader sleeps.
 
 use super::domain::Domain;
 use super::object::{from_fid, nosys, slot, slot_ssize, Header, Object};
+use super::xfer::Xfer;
 use crate::abi::domain::fid_domain;
 use crate::abi::eq::*;
 use crate::abi::fabric::*;
@@ -19,7 +26,8 @@ use crate::prov::info::version;
 use libc::{c_char, c_int, c_void, size_t, ssize_t};
 use std::collections::VecDeque;
 use std::mem::offset_of;
-use std::sync::{Condvar, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 /// Tag of live oxshm CQs.
@@ -180,9 +188,214 @@ impl Drop for EventFd {
     }
 }
 
+/// The fd of an FI_WAIT_FD CQ or counter (`FI_GETWAIT`), and the private
+/// one that fi_cq_sread and fi_cntr_wait sleep on: an epoll set that
+/// watches the object's eventfd, which the object sets when it has
+/// something to report, and the wake-up sockets of the domain's endpoints,
+/// which the sender of the next message makes readable once they are
+/// armed ([`WaitFd::prepare`]). A thread asleep in poll(2) is thus woken
+/// by the sending process itself, as by an eventfd it shared with it;
+/// completions that the progress thread produces meanwhile reach it
+/// through the eventfd.
+pub struct WaitFd {
+    efd: EventFd,
+    epfd: c_int,
+    /// Keys of the wake-up sockets in the set.
+    watched: Mutex<Vec<u64>>,
+}
+
+impl WaitFd {
+    pub fn new(what: &str) -> Result<WaitFd> {
+        let efd = EventFd::new(what)?;
+        // SAFETY: epoll_create1 has no memory preconditions; checked.
+        let epfd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if epfd < 0 {
+            let e = Error::last_os();
+            crate::ox_log!(Warn, Core, super::NAME, "{what}: epoll_create1 failed: {e}");
+            return Err(e);
+        }
+        let w = WaitFd {
+            efd,
+            epfd,
+            watched: Mutex::new(Vec::new()),
+        };
+        if !w.add(w.efd.raw()) {
+            let e = Error::last_os();
+            crate::ox_log!(Warn, Core, super::NAME, "{what}: epoll_ctl failed: {e}");
+            return Err(e);
+        }
+        Ok(w)
+    }
+
+    /// The fd for FI_GETWAIT.
+    pub fn raw(&self) -> c_int {
+        self.epfd
+    }
+
+    /// Makes the fd readable.
+    pub fn set(&self) {
+        self.efd.set()
+    }
+
+    /// Makes the eventfd unreadable again.
+    pub fn clear(&self) {
+        self.efd.clear()
+    }
+
+    /// Sleeps in poll(2) until the fd is readable or `deadline` passes.
+    pub fn sleep(&self, deadline: Option<Instant>) {
+        let ms = match deadline {
+            None => -1,
+            Some(d) => {
+                let left = d.saturating_duration_since(Instant::now());
+                // Rounded up: waking early would only poll again.
+                left.as_micros().div_ceil(1000).min(c_int::MAX as u128) as c_int
+            }
+        };
+        let mut p = libc::pollfd {
+            fd: self.epfd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd; an EINTR return is a spurious wake-up.
+        unsafe { libc::poll(&mut p, 1, ms) };
+    }
+
+    fn add(&self, fd: c_int) -> bool {
+        let mut ev = libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: fd as u64,
+        };
+        // SAFETY: both fds are open; ev is a valid epoll_event.
+        let rc = unsafe { libc::epoll_ctl(self.epfd, libc::EPOLL_CTL_ADD, fd, &mut ev) };
+        rc == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EEXIST)
+    }
+
+    /// fi_trywait: watches the wake-up socket of each of the domain's
+    /// endpoints and arms it, for responses too where `replies` says that
+    /// they complete into this object; false when a message is already
+    /// pending (the caller must not sleep).
+    pub fn prepare(&self, d: &Domain, replies: impl Fn(&Xfer) -> bool) -> bool {
+        let mut seen = 0;
+        let ready = d.all_xfers(|x| {
+            seen += 1;
+            if let Some((fd, key)) = x.wake_fd() {
+                self.watch(fd, key);
+            }
+            x.prepare_fd_wait(replies(x))
+        });
+        // Sockets of closed endpoints left the set as they closed; their
+        // keys go once they outnumber the live ones.
+        let mut w = self.watched.lock().unwrap_or_else(|e| e.into_inner());
+        if ready && w.len() > 2 * seen + 8 {
+            let mut live = Vec::new();
+            d.all_xfers(|x| {
+                live.extend(x.wake_fd().map(|(_, k)| k));
+                true
+            });
+            w.retain(|k| live.contains(k));
+        }
+        ready
+    }
+
+    fn watch(&self, fd: c_int, key: u64) {
+        let mut w = self.watched.lock().unwrap_or_else(|e| e.into_inner());
+        if !w.contains(&key) && self.add(fd) {
+            w.push(key);
+        }
+    }
+}
+
+impl Drop for WaitFd {
+    fn drop(&mut self) {
+        // SAFETY: the epoll fd is ours and closed once.
+        unsafe { libc::close(self.epfd) };
+    }
+}
+
 /// Milliseconds from fi(3) (negative: forever) as a deadline.
 pub fn deadline(timeout_ms: c_int) -> Option<Instant> {
     (timeout_ms >= 0).then(|| Instant::now() + Duration::from_millis(timeout_ms as u64))
+}
+
+/// Shortest and longest polling phase of a blocking wait, and the first.
+const SPIN_MIN: Duration = Duration::from_micros(2);
+const SPIN_MAX: Duration = Duration::from_micros(100);
+const SPIN_START: Duration = Duration::from_micros(20);
+
+/// The polling phase of a blocking wait (fi_cq_sread, fi_cntr_wait), one
+/// per CQ or counter. Sleeping and being woken costs two context switches
+/// and, between processes on different CPUs, an interrupt (tens of
+/// microseconds where an idle virtual CPU must be woken); a message that
+/// arrives within microseconds is cheaper to poll for. The phase adapts
+/// as halt-polling does: a wait that slept for an event that came within
+/// [`SPIN_MAX`] of its start doubles it (a longer poll would have caught
+/// the event), one whose event came later halves it, so a thread that
+/// waits for rare events soon polls only [`SPIN_MIN`] before it sleeps.
+/// The event's time is stamped by the thread that queues the completion
+/// or counts while the waiter sleeps, so that a slow wake-up does not
+/// count against polling; a waiter woken by a message itself takes the
+/// time it woke.
+pub struct Spin {
+    nanos: AtomicU64,
+}
+
+impl Default for Spin {
+    fn default() -> Spin {
+        Spin {
+            nanos: AtomicU64::new(SPIN_START.as_nanos() as u64),
+        }
+    }
+}
+
+impl Spin {
+    /// The current length of the polling phase.
+    pub fn budget(&self) -> Duration {
+        Duration::from_nanos(self.nanos.load(Ordering::Relaxed))
+    }
+
+    /// Calls `ready` (which drives progress and looks for the event) until
+    /// it answers, the polling phase is over or `deadline` passes;
+    /// `ready` is called at least once. The CPU is yielded between calls
+    /// (sched_yield(2), as FI_WAIT_YIELD says, for every wait object):
+    /// where CPUs are fewer than runnable threads, the peer or the thread
+    /// that will complete the operation may be waiting for this one's CPU,
+    /// and spinning there costs it the time of every spin (measured: a
+    /// 64-byte ping-pong of two processes on one CPU took 4.2 us per
+    /// message with 16 spins before yielding, 2.1 us yielding at once);
+    /// on an idle CPU the call returns at once.
+    pub fn poll<T>(
+        &self,
+        deadline: Option<Instant>,
+        mut ready: impl FnMut() -> Option<T>,
+    ) -> Option<T> {
+        let start = Instant::now();
+        let mut end = start + self.budget();
+        if let Some(d) = deadline {
+            end = end.min(d);
+        }
+        loop {
+            if let Some(v) = ready() {
+                return Some(v);
+            }
+            if Instant::now() >= end {
+                return None;
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    /// After a wait that slept: `event_after` is the time from the start
+    /// of the wait (polling included) to the event that ended it.
+    pub fn slept(&self, event_after: Duration) {
+        let cur = self.budget();
+        let next = if event_after <= SPIN_MAX {
+            (cur * 2).clamp(SPIN_MIN, SPIN_MAX)
+        } else {
+            (cur / 2).max(SPIN_MIN)
+        };
+        self.nanos.store(next.as_nanos() as u64, Ordering::Relaxed);
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -209,8 +422,33 @@ struct Queues {
     signal: bool,
     /// Whether the eventfd is currently set.
     fd_set: bool,
+    /// Whether the sleepers' eventfd is set.
+    sleep_set: bool,
     /// Threads blocked in sread (close refuses while any are).
     waiters: usize,
+    /// When a thread last woke the sleepers (for [`Spin::slept`]).
+    woken_at: Option<Instant>,
+    /// Reads under way whose progress may push completions that they will
+    /// take themselves: the eventfd is not set meanwhile, which saves a
+    /// write and a read of it per completion ([`FdHold`]).
+    fd_holds: usize,
+}
+
+/// Defers setting the eventfd of a CQ while the holder drives progress;
+/// the holder syncs the fd with the queue once it has read.
+struct FdHold<'a>(&'a Cq);
+
+impl<'a> FdHold<'a> {
+    fn new(cq: &'a Cq) -> FdHold<'a> {
+        cq.lock().fd_holds += 1;
+        FdHold(cq)
+    }
+}
+
+impl Drop for FdHold<'_> {
+    fn drop(&mut self) {
+        self.0.lock().fd_holds -= 1;
+    }
 }
 
 impl Queues {
@@ -234,9 +472,12 @@ pub struct Cq {
     size: usize,
     wait: WaitObj,
     wait_cond: fi_cq_wait_cond,
-    efd: Option<EventFd>,
+    /// The public wait fd (FI_WAIT_FD).
+    wfd: Option<WaitFd>,
+    /// What blocked readers sleep on, made at the first sleep.
+    sleeper: OnceLock<WaitFd>,
     q: Mutex<Queues>,
-    cond: Condvar,
+    spin: Spin,
 }
 
 // SAFETY: the domain pointer is only used to release the CQ's hold at close
@@ -433,8 +674,8 @@ pub unsafe extern "C" fn open(
             a
         };
         let at = check_attr(d.api_version, &a)?;
-        let efd = match at.wait {
-            WaitObj::Fd => Some(EventFd::new("fi_cq_open")?),
+        let wfd = match at.wait {
+            WaitObj::Fd => Some(WaitFd::new("fi_cq_open")?),
             _ => None,
         };
         d.hdr.hold();
@@ -454,7 +695,7 @@ pub unsafe extern "C" fn open(
             size: at.size,
             wait: at.wait,
             wait_cond: at.wait_cond,
-            efd,
+            wfd,
             q: Mutex::new(Queues {
                 ok: VecDeque::with_capacity(at.size.min(DEFAULT_SIZE)),
                 errs: VecDeque::new(),
@@ -463,9 +704,13 @@ pub unsafe extern "C" fn open(
                 overrun: Overrun::No,
                 signal: false,
                 fd_set: false,
+                sleep_set: false,
                 waiters: 0,
+                woken_at: None,
+                fd_holds: 0,
             }),
-            cond: Condvar::new(),
+            sleeper: OnceLock::new(),
+            spin: Spin::default(),
         });
         // SAFETY: cq checked non-NULL; written last, on success.
         unsafe { *cq = Box::into_raw(c) as *mut fid_cq };
@@ -504,16 +749,55 @@ impl Cq {
     }
 
     /// Whether a read would return something (entries, an error, or the
-    /// overrun report): what fi_trywait must answer -FI_EAGAIN for.
+    /// overrun report).
     pub fn has_entries(&self) -> bool {
         self.lock().readable()
     }
 
-    /// Keeps the eventfd readable exactly while a read would not block.
+    /// Whether the eventfd is readable: entries, or a pending signal.
+    fn busy(&self) -> bool {
+        let q = self.lock();
+        q.readable() || q.signal
+    }
+
+    /// fi_trywait on this CQ: drives progress, then -FI_EAGAIN if a read
+    /// would not block (or a fi_cq_signal is pending) or a message waits in
+    /// an endpoint's inbox, else arms the endpoints' wake-up sockets that
+    /// the wait fd watches ([`WaitFd::prepare`]), so that the next message
+    /// makes the fd readable, and returns Ok.
+    pub fn trywait(&self) -> Result<()> {
+        if self.wfd.is_some() {
+            // A completion this progress queues is reported by -FI_EAGAIN
+            // and taken by the read that follows it: the eventfd need not
+            // flip for it (the next push or read syncs it).
+            let _hold = FdHold::new(self);
+            self.domain().progress();
+        } else {
+            self.domain().progress();
+        }
+        if self.busy() {
+            return Err(Error::AGAIN);
+        }
+        let ready = match &self.wfd {
+            Some(w) => w.prepare(self.domain(), |x| x.reports_tx_to(self)),
+            // No wait fd to arm: the progress threads take the inboxes.
+            None => {
+                self.domain().progress_before_wait();
+                true
+            }
+        };
+        if !ready || self.busy() {
+            return Err(Error::AGAIN);
+        }
+        Ok(())
+    }
+
+    /// Keeps the eventfd readable exactly while a read would not block
+    /// (but for the moments an [`FdHold`] defers setting it).
     fn sync_fd(&self, q: &mut Queues) {
-        let Some(fd) = &self.efd else { return };
+        let Some(fd) = &self.wfd else { return };
         let want = q.readable() || q.signal;
-        if want && !q.fd_set {
+        if want && !q.fd_set && q.fd_holds == 0 {
             fd.set();
             q.fd_set = true;
         } else if !want && q.fd_set {
@@ -525,11 +809,23 @@ impl Cq {
     /// Signals the wait objects after the queue changed; drops the lock.
     fn wake(&self, mut q: MutexGuard<'_, Queues>) {
         self.sync_fd(&mut q);
-        let waiters = q.waiters;
-        drop(q);
-        if waiters > 0 {
-            self.cond.notify_all();
+        if q.waiters > 0 && !q.sleep_set {
+            if let Some(s) = self.sleeper.get() {
+                q.woken_at = Some(Instant::now());
+                s.set();
+                q.sleep_set = true;
+            }
         }
+    }
+
+    /// The fd blocked readers sleep on.
+    fn sleeper(&self) -> Result<&WaitFd> {
+        if let Some(s) = self.sleeper.get() {
+            return Ok(s);
+        }
+        let s = WaitFd::new("fi_cq_sread")?;
+        // Another reader may have made one meanwhile: it is kept.
+        Ok(self.sleeper.get_or_init(|| s))
     }
 
     /// Refuses a push when the CQ is full or overrun.
@@ -706,8 +1002,41 @@ impl Cq {
         }
     }
 
+    /// The outcome of a blocking read, if it is over: the wait condition
+    /// holds, an error or a signal arrived, or the deadline passed.
+    ///
+    /// # Safety
+    /// As [`Cq::read_locked`].
+    unsafe fn sread_outcome(
+        &self,
+        q: &mut Queues,
+        threshold: usize,
+        deadline: Option<Instant>,
+        out: (*mut c_void, usize, *mut fi_addr_t),
+    ) -> Option<Result<isize>> {
+        let (buf, count, src) = out;
+        if !q.errs.is_empty() || q.overrun != Overrun::No || q.ok.len() >= threshold {
+            // SAFETY: per the function contract.
+            return Some(unsafe { self.read_locked(q, buf, count, src) });
+        }
+        let expired = deadline.is_some_and(|d| Instant::now() >= d);
+        if !q.signal && !expired {
+            return None;
+        }
+        q.signal = false;
+        if q.ok.is_empty() {
+            self.sync_fd(q);
+            return Some(Err(Error::AGAIN));
+        }
+        // Fewer than the threshold: the condition is only a hint.
+        // SAFETY: per the function contract.
+        Some(unsafe { self.read_locked(q, buf, count, src) })
+    }
+
     /// Blocks until the wait condition holds, a signal or an error arrives,
-    /// or the timeout passes, then reads.
+    /// or the timeout passes, then reads. Polls first (driving progress),
+    /// then sleeps until a completion is queued or a message arrives, and
+    /// drives progress itself after each wake-up.
     ///
     /// # Safety
     /// As [`Cq::read_locked`].
@@ -735,37 +1064,56 @@ impl Cq {
             fi_cq_wait_cond::FI_CQ_COND_NONE => 1,
         };
         let threshold = threshold.min(count).min(self.size).max(1);
+        let start = Instant::now();
         let deadline = deadline(timeout);
-        let mut q = self.lock();
+        let out = (buf, count, src);
+        let polled = self.spin.poll(deadline, || {
+            self.domain().progress();
+            let mut q = self.lock();
+            // SAFETY: per the function contract.
+            unsafe { self.sread_outcome(&mut q, threshold, deadline, out) }
+        });
+        if let Some(r) = polled {
+            return r;
+        }
+        let sleeper = self.sleeper()?;
+        let mut woke = None;
         loop {
-            if !q.errs.is_empty() || q.overrun != Overrun::No || q.ok.len() >= threshold {
-                // SAFETY: per the function contract.
-                return unsafe { self.read_locked(&mut q, buf, count, src) };
+            let mut q = self.lock();
+            // Cleared before the queue is looked at: a completion queued
+            // after the look sets it again.
+            if q.sleep_set {
+                sleeper.clear();
+                q.sleep_set = false;
             }
-            let expired = deadline.is_some_and(|d| Instant::now() >= d);
-            if q.signal || expired {
-                q.signal = false;
-                if q.ok.is_empty() {
-                    self.sync_fd(&mut q);
-                    return Err(Error::AGAIN);
-                }
-                // Fewer than the threshold: the condition is only a hint.
-                // SAFETY: per the function contract.
-                return unsafe { self.read_locked(&mut q, buf, count, src) };
+            // SAFETY: per the function contract.
+            if let Some(r) = unsafe { self.sread_outcome(&mut q, threshold, deadline, out) } {
+                let event = q.woken_at.take().or(woke).unwrap_or_else(Instant::now);
+                drop(q);
+                self.spin.slept(event.saturating_duration_since(start));
+                return r;
             }
             q.waiters += 1;
-            q = match deadline {
-                None => self.cond.wait(q).unwrap_or_else(|e| e.into_inner()),
-                Some(d) => {
-                    let left = d.saturating_duration_since(Instant::now());
-                    self.cond
-                        .wait_timeout(q, left)
-                        .unwrap_or_else(|e| e.into_inner())
-                        .0
-                }
-            };
-            q.waiters -= 1;
+            q.woken_at = None;
+            drop(q);
+            let waiting = Sleeping(self);
+            if sleeper.prepare(self.domain(), |x| x.reports_tx_to(self)) {
+                sleeper.sleep(deadline);
+                woke = Some(Instant::now());
+            }
+            drop(waiting);
+            // Woken by a message, the reader handles it itself.
+            self.domain().progress();
         }
+    }
+}
+
+/// Counts a reader out of the sleepers however its sleep ends.
+struct Sleeping<'a>(&'a Cq);
+
+impl Drop for Sleeping<'_> {
+    fn drop(&mut self) {
+        self.0.lock().waiters -= 1;
     }
 }
 
@@ -812,7 +1160,7 @@ unsafe extern "C" fn control(f: *mut fid, command: c_int, arg: *mut c_void) -> c
         let cq = unsafe { from_fid::<Cq>(f) }?;
         match command {
             FI_GETWAIT => {
-                let Some(fd) = &cq.efd else {
+                let Some(fd) = &cq.wfd else {
                     crate::ox_log!(
                         Warn,
                         Cq,
@@ -860,11 +1208,20 @@ unsafe extern "C" fn readfrom(
         // SAFETY: from_fid checks the object.
         let c = unsafe { from_fid::<Cq>(cq as *const fid) }?;
         check_buf(buf, count, "fi_cq_read")?;
-        c.domain().progress();
+        if c.wfd.is_some() {
+            // What this progress completes is read below: the eventfd
+            // need not flip for it.
+            let _hold = FdHold::new(c);
+            c.domain().progress();
+        } else {
+            c.domain().progress();
+        }
         let mut q = c.lock();
         // SAFETY: buf holds count entries and src_addr (if any) count
         // addresses (fi_cq_read(3)).
-        unsafe { c.read_locked(&mut q, buf, count, src_addr) }
+        let r = unsafe { c.read_locked(&mut q, buf, count, src_addr) };
+        c.sync_fd(&mut q);
+        r
     })
 }
 
@@ -1459,6 +1816,96 @@ pub(super) mod tests {
         assert!(t0.elapsed() < Duration::from_secs(4));
         assert_eq!(out[2].op_context, ctx(3));
         assert_eq!(close_cq(cq), 0);
+    }
+
+    #[test]
+    fn spin_adapts_to_when_events_come() {
+        let s = Spin::default();
+        assert_eq!(s.budget(), SPIN_START);
+        // Events soon after the start: a longer poll would have caught
+        // them, up to the longest.
+        for _ in 0..10 {
+            s.slept(Duration::from_micros(50));
+        }
+        assert_eq!(s.budget(), SPIN_MAX);
+        // Rare events: down to the shortest.
+        for _ in 0..20 {
+            s.slept(Duration::from_millis(5));
+        }
+        assert_eq!(s.budget(), SPIN_MIN);
+        s.slept(SPIN_MAX);
+        assert_eq!(s.budget(), SPIN_MIN * 2);
+        // The poll returns what `ready` answers, and gives up at the
+        // deadline having called it at least once.
+        let mut calls = 0;
+        assert_eq!(s.poll(None, || Some(7)), Some(7));
+        let past = Instant::now();
+        assert_eq!(
+            s.poll(Some(past), || {
+                calls += 1;
+                None::<()>
+            }),
+            None
+        );
+        assert_eq!(calls, 1);
+    }
+
+    #[test]
+    fn trywait_answers_for_queue_and_signal() {
+        let r = Res::new(API_VERSION);
+        let cq = open_cq(
+            &r,
+            &mut attr(
+                fi_cq_format::FI_CQ_FORMAT_CONTEXT,
+                fi_wait_obj::FI_WAIT_FD,
+                0,
+            ),
+        )
+        .unwrap();
+        let c = cq_ref(cq);
+        assert_eq!(c.trywait(), Ok(()));
+        c.push(Completion::default()).unwrap();
+        assert_eq!(c.trywait(), Err(Error::AGAIN));
+        let mut out = [std::ptr::null_mut::<c_void>(); 1];
+        // SAFETY: out holds one entry.
+        assert_eq!(unsafe { read(cq, out.as_mut_ptr() as *mut c_void, 1) }, 1);
+        assert_eq!(c.trywait(), Ok(()));
+        // SAFETY: cq is live.
+        assert_eq!(unsafe { signal(cq) }, 0);
+        assert_eq!(c.trywait(), Err(Error::AGAIN));
+        // SAFETY: out holds one entry; the signal ends the wait at once.
+        let n = unsafe { sread(cq, out.as_mut_ptr() as *mut c_void, 1, std::ptr::null(), -1) };
+        assert_eq!(n, Error::AGAIN.code() as isize);
+        assert_eq!(c.trywait(), Ok(()));
+        assert_eq!(close_cq(cq), 0);
+    }
+
+    #[test]
+    fn sread_sleeps_until_another_thread_pushes() {
+        for wait in [fi_wait_obj::FI_WAIT_UNSPEC, fi_wait_obj::FI_WAIT_YIELD] {
+            let r = Res::new(API_VERSION);
+            let cq = open_cq(&r, &mut attr(fi_cq_format::FI_CQ_FORMAT_CONTEXT, wait, 0)).unwrap();
+            let c = cq_ref(cq);
+            let pusher = std::thread::spawn(move || {
+                // Until the reader sleeps (it polls for microseconds first).
+                while c.lock().waiters == 0 {
+                    std::thread::yield_now();
+                }
+                c.push(Completion {
+                    context: ctx(9),
+                    ..Completion::default()
+                })
+                .unwrap();
+            });
+            let mut out = [std::ptr::null_mut::<c_void>(); 1];
+            // SAFETY: out holds one entry.
+            let n = unsafe { sread(cq, out.as_mut_ptr() as *mut c_void, 1, std::ptr::null(), -1) };
+            pusher.join().unwrap();
+            assert_eq!(n, 1);
+            assert_eq!(out[0], ctx(9));
+            assert_eq!(c.lock().waiters, 0);
+            assert_eq!(close_cq(cq), 0);
+        }
     }
 
     #[test]

@@ -338,14 +338,25 @@ impl Domain {
         self.n_xfers.store(v.len(), Ordering::Release);
     }
 
+    /// Calls `f` on the transport of each enabled endpoint of the domain
+    /// while it returns true; whether all did.
+    pub fn all_xfers(&self, mut f: impl FnMut(&super::xfer::Xfer) -> bool) -> bool {
+        if self.n_xfers.load(Ordering::Acquire) == 0 {
+            return true;
+        }
+        let v = self.xfers.read().unwrap_or_else(|e| e.into_inner());
+        v.iter().all(|x| f(x))
+    }
+
     /// Progress driven by an application call on one of the domain's CQs
     /// or counters that returns at once.
     pub fn progress(&self) {
         self.progress_as(true);
     }
 
-    /// Progress before a call blocks (fi_cq_sread, fi_cntr_wait): the
-    /// progress threads go on serving the endpoints meanwhile.
+    /// Progress before the application blocks with nothing armed to wake
+    /// it (fi_trywait on an object without a wait fd): the progress
+    /// threads serve the endpoints from now on.
     pub fn progress_before_wait(&self) {
         self.progress_as(false);
     }

@@ -175,7 +175,8 @@ unsafe extern "C" fn wait_open(
 }
 
 /// -FI_EAGAIN if any of the objects already has something to read (the
-/// caller must not block), else 0.
+/// caller must not block), else 0, the CQs and counters having armed what
+/// makes their fds readable (see `Cq::trywait`).
 unsafe extern "C" fn trywait(fabric: *mut fid_fabric, fids: *mut *mut fid, count: c_int) -> c_int {
     slot("fi_trywait", || {
         // SAFETY: fabric comes from the application; from_fid checks it.
@@ -190,18 +191,18 @@ unsafe extern "C" fn trywait(fabric: *mut fid_fabric, fids: *mut *mut fid, count
             crate::capi::nonnull(f, "fi_trywait", "fid")?;
             // SAFETY: f is non-NULL and starts with a struct fid; from_fid
             // checks the object of the class it claims.
-            let busy = match unsafe { (*f).fclass } as c_int {
+            match unsafe { (*f).fclass } as c_int {
                 c if c == FI_CLASS_CQ as c_int => {
-                    unsafe { from_fid::<super::cq::Cq>(f) }?.has_entries()
+                    unsafe { from_fid::<super::cq::Cq>(f) }?.trywait()?
                 }
                 c if c == FI_CLASS_CNTR as c_int => {
-                    unsafe { from_fid::<super::cntr::Cntr>(f) }?;
-                    false
+                    unsafe { from_fid::<super::cntr::Cntr>(f) }?.trywait()?
                 }
-                _ => unsafe { from_fid::<eq::Eq>(f) }?.has_entries(),
-            };
-            if busy {
-                return Err(Error::AGAIN);
+                _ => {
+                    if unsafe { from_fid::<eq::Eq>(f) }?.has_entries() {
+                        return Err(Error::AGAIN);
+                    }
+                }
             }
         }
         Ok(0)

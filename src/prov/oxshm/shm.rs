@@ -35,6 +35,22 @@
 //! progress recently; it says so in `sleeping`. A sender that publishes a
 //! cell while `sleeping` is set bumps `bell` and wakes it: one system call,
 //! paid only when the target is idle.
+//!
+//! An application thread of the owner that sleeps in poll(2) on a CQ's or
+//! counter's wait fd (after fi_trywait) is woken by the sender itself,
+//! without the progress thread in between: each segment has a wake-up
+//! socket (an abstract-namespace datagram socket named after the segment,
+//! [`Segment::wake_fd`]) that the wait fd watches. The owner arms it
+//! (`fd_armed`, [`Segment::arm`]) before it sleeps; the first sender that
+//! publishes a cell after that disarms it and sends one byte. A reply to
+//! the owner's own operation ([`Urgency::Reply`]) only completes that
+//! operation, so it wakes an owner only if it waits for transmit
+//! completions: an owner waiting to receive is not woken twice per
+//! message (by the acknowledgment of its last send, then by the message
+//! it waits for). The byte
+//! carries nothing: a stranger that writes to the socket causes a spurious
+//! wake-up, no more. Where the socket cannot be made (or a sender lives in
+//! another network namespace), waiters fall back on the progress thread.
 
 use super::ep::Address;
 use crate::error::{Error, Result};
@@ -57,7 +73,21 @@ pub const SEGMENT_BYTES: usize = HEADER + CELLS * CELL;
 
 const MAGIC: u64 = u64::from_be_bytes(*b"oxshmSG1");
 /// Version of this layout; a peer with another one is refused.
-const LAYOUT: u32 = 2;
+const LAYOUT: u32 = 3;
+
+/// What a message means to an owner asleep on its wake-up socket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Urgency {
+    /// A request the owner must act on (for itself or for the sender).
+    Request,
+    /// A reply to one of the owner's own operations: it completes that
+    /// operation and asks nothing of the owner.
+    Reply,
+}
+
+/// `fd_armed` bits: wake the owner for requests, for replies.
+const ARM_REQUEST: u32 = 1;
+const ARM_REPLY: u32 = 2;
 
 /// Segment states.
 pub const ALIVE: u32 = 1;
@@ -84,14 +114,17 @@ pub struct Header {
     /// Set by a progress thread about to sleep on `bell`.
     pub sleeping: AtomicU32,
     pub bell: AtomicU32,
-    _pad0: [u8; 4],
+    /// Set by the owner about to sleep on its wake-up socket; the first
+    /// sender to publish a cell clears it and sends a byte.
+    fd_armed: AtomicU32,
+    _pad0: [u8; 8],
     /// The address of this word in the owner's address space: a peer
     /// reads these 8 bytes of the owner's memory with process_vm_readv,
     /// and finds them equal to their address, to learn whether
     /// cross-memory attach to the owner is permitted (see
     /// [`Segment::cma_permitted`]).
     probe: AtomicU64,
-    _pad1: [u8; 48],
+    _pad1: [u8; 40],
     tail: AtomicU64,
     _pad2: [u8; 120],
     head: AtomicU64,
@@ -113,6 +146,138 @@ pub struct Segment {
     stall: std::sync::Mutex<Option<(u64, Instant)>>,
     /// Polls that found the own ring empty (owner side only).
     empty_polls: AtomicU32,
+    wake: Wake,
+}
+
+/// The wake-up socket of a segment: the owner's bound socket, or the
+/// address a sender writes to.
+enum Wake {
+    None,
+    Own {
+        fd: libc::c_int,
+        /// Tells this socket apart from any other of the process, for the
+        /// wait fds that watch it (an fd number is reused after a close).
+        key: u64,
+    },
+    Peer {
+        addr: libc::sockaddr_un,
+        len: libc::socklen_t,
+    },
+}
+
+/// The abstract socket address of a segment's wake-up socket.
+fn wake_addr(name: &CString) -> (libc::sockaddr_un, libc::socklen_t) {
+    // SAFETY: all-zero is a valid sockaddr_un.
+    let mut a: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    a.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    // A leading NUL puts the name in the abstract namespace: nothing on
+    // disk, gone when the owner closes it (or dies).
+    let name = name.as_bytes();
+    let name = name.strip_prefix(b"/").unwrap_or(name);
+    let tail = b".wake";
+    let n = (1 + name.len() + tail.len()).min(a.sun_path.len());
+    for (d, s) in a.sun_path[1..n]
+        .iter_mut()
+        .zip(name.iter().chain(tail.iter()))
+    {
+        *d = *s as libc::c_char;
+    }
+    let len = std::mem::offset_of!(libc::sockaddr_un, sun_path) + n;
+    (a, len as libc::socklen_t)
+}
+
+/// The owner's wake-up socket, bound; None (logged) where it cannot be.
+fn wake_bind(name: &CString) -> Option<libc::c_int> {
+    // SAFETY: socket has no memory preconditions; the result is checked.
+    let fd = unsafe {
+        libc::socket(
+            libc::AF_UNIX,
+            libc::SOCK_DGRAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        )
+    };
+    if fd < 0 {
+        return None;
+    }
+    let (a, len) = wake_addr(name);
+    // SAFETY: a is a sockaddr_un of `len` bytes; fd is ours.
+    if unsafe {
+        libc::bind(
+            fd,
+            &a as *const libc::sockaddr_un as *const libc::sockaddr,
+            len,
+        )
+    } != 0
+    {
+        crate::ox_log!(
+            Info,
+            EpData,
+            super::NAME,
+            "no wake-up socket for {}: {}; fd waiters rely on the progress thread",
+            name.to_string_lossy(),
+            std::io::Error::last_os_error()
+        );
+        // SAFETY: fd is ours.
+        unsafe { libc::close(fd) };
+        return None;
+    }
+    Some(fd)
+}
+
+/// Reads every byte queued on a wake-up socket: those of the senders the
+/// owner's last arming woke (already handled, or about to be), and any
+/// stranger's. A byte still on its way (its sender disarmed the socket
+/// but has not written yet) causes one spurious wake-up later, no more.
+/// The socket is not read elsewhere: a sender counting its bytes would
+/// have to count after writing, and a reader that trusted the count could
+/// miss a byte whose sender was preempted in between, leaving the wait fd
+/// readable and its poller spinning.
+fn drain(fd: libc::c_int) {
+    // One recvmmsg takes up to BATCH datagrams: one call, unless more than
+    // BATCH - 1 are queued.
+    const BATCH: usize = 8;
+    let mut bytes = [[0u8; 1]; BATCH];
+    loop {
+        // SAFETY: all-zero iovec and mmsghdr values are valid.
+        let mut iov: [libc::iovec; BATCH] = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        let mut msgs: [libc::mmsghdr; BATCH] = unsafe { std::mem::zeroed() };
+        for ((v, m), b) in iov.iter_mut().zip(msgs.iter_mut()).zip(bytes.iter_mut()) {
+            v.iov_base = b.as_mut_ptr() as *mut libc::c_void;
+            v.iov_len = 1;
+            m.msg_hdr.msg_iov = v;
+            m.msg_hdr.msg_iovlen = 1;
+        }
+        // SAFETY: msgs holds BATCH headers, each with one iovec of one
+        // writable byte; fd is the caller's open socket.
+        let n = unsafe {
+            libc::recvmmsg(
+                fd,
+                msgs.as_mut_ptr(),
+                BATCH as libc::c_uint,
+                libc::MSG_DONTWAIT,
+                std::ptr::null_mut(),
+            )
+        };
+        if n < BATCH as libc::c_int {
+            break;
+        }
+    }
+}
+
+/// The socket senders write wake-up bytes from (one per process).
+fn wake_sender() -> libc::c_int {
+    static FD: once_cell::sync::Lazy<libc::c_int> = once_cell::sync::Lazy::new(|| {
+        // SAFETY: socket has no memory preconditions; -1 is handled at use.
+        unsafe {
+            libc::socket(
+                libc::AF_UNIX,
+                libc::SOCK_DGRAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+                0,
+            )
+        }
+    });
+    *FD
 }
 
 // SAFETY: the mapping is shared memory accessed only through atomics and
@@ -229,7 +394,14 @@ impl Segment {
             }
             return Err(e);
         }
-        let seg = Self::map(fd, name, true)?;
+        let mut seg = Self::map(fd, name, true)?;
+        if let Some(fd) = wake_bind(&seg.name) {
+            static KEYS: AtomicU64 = AtomicU64::new(1);
+            seg.wake = Wake::Own {
+                fd,
+                key: KEYS.fetch_add(1, Ordering::Relaxed),
+            };
+        }
         let h = seg.header();
         for p in 0..CELLS as u64 {
             seg.cell_head(p).seq.store(p, Ordering::Relaxed);
@@ -271,7 +443,9 @@ impl Segment {
             );
             return Err(Error::ADDRNOTAVAIL);
         }
-        let seg = Self::map(fd, name, false)?;
+        let mut seg = Self::map(fd, name, false)?;
+        let (wa, len) = wake_addr(&seg.name);
+        seg.wake = Wake::Peer { addr: wa, len };
         let h = seg.header();
         if h.magic.load(Ordering::Acquire) != MAGIC
             || h.layout.load(Ordering::Relaxed) != LAYOUT
@@ -318,6 +492,7 @@ impl Segment {
             own,
             stall: std::sync::Mutex::new(None),
             empty_polls: AtomicU32::new(0),
+            wake: Wake::None,
         })
     }
 
@@ -369,13 +544,13 @@ impl Segment {
 
     /// Copies `msg` into a free cell of this (peer's) ring and publishes it;
     /// -FI_EAGAIN when the ring is full. `msg` is at most [`CELL_DATA`].
-    pub fn send(&self, parts: &[&[u8]]) -> Result<()> {
+    pub fn send(&self, parts: &[&[u8]], urgency: Urgency) -> Result<()> {
         let len: usize = parts.iter().map(|p| p.len()).sum();
         debug_assert!(len <= CELL_DATA);
         if len > CELL_DATA {
             return Err(Error::MSGSIZE);
         }
-        self.send_with(len, |cell| {
+        self.publish(len, urgency, |cell| {
             let mut at = 0;
             for p in parts {
                 cell[at..at + p.len()].copy_from_slice(p);
@@ -389,8 +564,17 @@ impl Segment {
     /// message of at most `room` bytes into it (it returns the length it
     /// wrote) and publishes it: the bytes are copied once, straight into
     /// the peer's ring. -FI_EAGAIN when the ring is full; `room` is at most
-    /// [`CELL_DATA`].
+    /// [`CELL_DATA`]. The message is a request ([`Urgency::Request`]).
     pub fn send_with(&self, room: usize, fill: impl FnOnce(&mut [u8]) -> usize) -> Result<()> {
+        self.publish(room, Urgency::Request, fill)
+    }
+
+    fn publish(
+        &self,
+        room: usize,
+        urgency: Urgency,
+        fill: impl FnOnce(&mut [u8]) -> usize,
+    ) -> Result<()> {
         if room > CELL_DATA {
             return Err(Error::MSGSIZE);
         }
@@ -429,7 +613,80 @@ impl Segment {
             h.bell.fetch_add(1, Ordering::Release);
             futex_wake(&h.bell);
         }
+        let want = match urgency {
+            Urgency::Request => ARM_REQUEST,
+            Urgency::Reply => ARM_REPLY,
+        };
+        let armed = h.fd_armed.load(Ordering::Relaxed);
+        // One sender wakes the owner: the one that disarms the socket.
+        if armed & want != 0
+            && h.fd_armed
+                .compare_exchange(armed, 0, Ordering::AcqRel, Ordering::Relaxed)
+                .is_ok()
+        {
+            self.wake_owner();
+        }
         Ok(())
+    }
+
+    /// Sends the wake-up byte to the owner of this (peer's) segment.
+    #[cold]
+    fn wake_owner(&self) {
+        let Wake::Peer { addr, len } = &self.wake else {
+            return;
+        };
+        let fd = wake_sender();
+        if fd < 0 {
+            return;
+        }
+        // SAFETY: one byte from a local; addr is a sockaddr_un of len bytes.
+        let n = unsafe {
+            libc::sendto(
+                fd,
+                b"w".as_ptr() as *const libc::c_void,
+                1,
+                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+                addr as *const libc::sockaddr_un as *const libc::sockaddr,
+                *len,
+            )
+        };
+        // A full socket is readable already; an owner in another network
+        // namespace is not reachable (its progress thread takes over).
+        let _ = n;
+    }
+
+    /// The wake-up socket of this (own) segment and its key, for a wait fd
+    /// to watch: readable after [`Segment::arm`] once a sender published a
+    /// cell.
+    pub fn wake_fd(&self) -> Option<(libc::c_int, u64)> {
+        match &self.wake {
+            Wake::Own { fd, key, .. } => Some((*fd, *key)),
+            _ => None,
+        }
+    }
+
+    /// Before the owner sleeps on [`Segment::wake_fd`]: asks the next
+    /// sender of a request (and, with `replies`, of a reply) for a wake-up
+    /// byte. False when a message is already pending (the caller must not
+    /// sleep) or there is no wake-up socket.
+    pub fn arm(&self, replies: bool) -> bool {
+        let Wake::Own { fd, .. } = &self.wake else {
+            return false;
+        };
+        drain(*fd);
+        let h = self.header();
+        let bits = if replies {
+            ARM_REQUEST | ARM_REPLY
+        } else {
+            ARM_REQUEST
+        };
+        h.fd_armed.store(bits, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        if self.pending() {
+            h.fd_armed.store(0, Ordering::Relaxed);
+            return false;
+        }
+        true
     }
 
     /// Hands the oldest published message of this (own) ring to `f` and
@@ -542,6 +799,10 @@ impl Segment {
 impl Drop for Segment {
     fn drop(&mut self) {
         self.close();
+        if let Wake::Own { fd, .. } = self.wake {
+            // SAFETY: the socket is ours and closed once.
+            unsafe { libc::close(fd) };
+        }
         // SAFETY: base/SEGMENT_BYTES is our mapping; nothing refers to it.
         unsafe { libc::munmap(self.base as *mut libc::c_void, SEGMENT_BYTES) };
     }
@@ -683,9 +944,10 @@ mod tests {
         let own = Segment::create(&a).unwrap();
         let peer = Segment::open(&a).unwrap();
         for i in 0..CELLS as u32 {
-            peer.send(&[&i.to_ne_bytes(), b"xyz"]).unwrap();
+            peer.send(&[&i.to_ne_bytes(), b"xyz"], Urgency::Request)
+                .unwrap();
         }
-        assert_eq!(peer.send(&[b"full"]), Err(Error::AGAIN));
+        assert_eq!(peer.send(&[b"full"], Urgency::Request), Err(Error::AGAIN));
         for i in 0..CELLS as u32 {
             let mut got = Vec::new();
             assert!(own.recv(|m| got.extend_from_slice(m)));
@@ -693,7 +955,7 @@ mod tests {
             assert_eq!(&got[4..], b"xyz");
         }
         assert!(!own.recv(|_| panic!("empty ring")));
-        peer.send(&[b"again"]).unwrap();
+        peer.send(&[b"again"], Urgency::Request).unwrap();
         assert!(own.recv(|m| assert_eq!(m, b"again")));
     }
 
@@ -709,7 +971,10 @@ mod tests {
                 s.spawn(move || {
                     for i in 0..n {
                         while p
-                            .send(&[&(t as u32).to_ne_bytes(), &i.to_ne_bytes()])
+                            .send(
+                                &[&(t as u32).to_ne_bytes(), &i.to_ne_bytes()],
+                                Urgency::Request,
+                            )
                             .is_err()
                         {
                             std::hint::spin_loop();
@@ -748,6 +1013,58 @@ mod tests {
         let a = addr(4);
         let _own = Segment::create(&a).unwrap();
         assert_eq!(Segment::create(&a).err(), Some(Error::ADDRINUSE));
+    }
+
+    fn readable(fd: libc::c_int) -> bool {
+        let mut p = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd; a zero timeout only looks.
+        unsafe { libc::poll(&mut p, 1, 0) == 1 }
+    }
+
+    #[test]
+    fn armed_owner_is_woken_by_the_next_request() {
+        let a = addr(5);
+        let own = Segment::create(&a).unwrap();
+        let peer = Segment::open(&a).unwrap();
+        let (fd, _) = own.wake_fd().expect("a wake-up socket");
+        // Unarmed: senders write nothing.
+        peer.send(&[b"one"], Urgency::Request).unwrap();
+        assert!(!readable(fd));
+        // A message is pending: arming says not to sleep.
+        assert!(!own.arm(true));
+        assert!(own.recv(|m| assert_eq!(m, b"one")));
+        // Armed for requests only: a reply does not wake, a request does,
+        // and the byte is queued before send returns.
+        assert!(own.arm(false));
+        peer.send(&[b"reply"], Urgency::Reply).unwrap();
+        assert!(!readable(fd));
+        peer.send(&[b"request"], Urgency::Request).unwrap();
+        assert!(readable(fd));
+        // One byte per arming: the first sender disarmed it.
+        peer.send(&[b"another"], Urgency::Request).unwrap();
+        assert!(own.recv(|m| assert_eq!(m, b"reply")));
+        assert!(own.recv(|m| assert_eq!(m, b"request")));
+        assert!(own.recv(|m| assert_eq!(m, b"another")));
+        // Arming again reads the old byte: the fd waits for the next one.
+        assert!(own.arm(true));
+        assert!(!readable(fd));
+        peer.send(&[b"ack"], Urgency::Reply).unwrap();
+        assert!(readable(fd));
+        assert!(own.recv(|m| assert_eq!(m, b"ack")));
+        // A stranger's bytes are read too.
+        for _ in 0..20 {
+            peer.wake_owner();
+        }
+        assert!(readable(fd));
+        assert!(own.arm(false));
+        assert!(!readable(fd));
+        // A peer's segment has no socket of its own to watch.
+        assert!(peer.wake_fd().is_none());
+        assert!(!peer.arm(false));
     }
 
     #[test]

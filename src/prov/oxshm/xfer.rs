@@ -52,6 +52,13 @@
 //! senders to wake it only when no application thread has driven progress
 //! for [`APP_POLL_GRACE`]: a target that polls pays no system call per
 //! message, an idle one still completes every operation (FI_PROGRESS_AUTO).
+//! An application thread about to sleep (fi_cq_sread, fi_cntr_wait, or
+//! poll(2) on a wait fd after fi_trywait) arms the inbox's wake-up socket
+//! instead ([`Xfer::prepare_fd_wait`], shm.rs): the sender of the next
+//! message wakes it, and it handles the message itself, with no progress
+//! thread in between. Where an inbox has no socket, the sleeper hands it
+//! back to the progress thread ([`Xfer::hand_off`]), which then leaves its
+//! grace period at once.
 //!
 //! # Faults
 //!
@@ -67,7 +74,7 @@ use super::domain::Domain;
 use super::ep::{Address, Ep};
 use super::fault;
 use super::mr::Iovs;
-use super::shm::{self, Segment, CELL_DATA};
+use super::shm::{self, Segment, Urgency, CELL_DATA};
 use crate::abi::fabric::*;
 use crate::error::{Error, Result};
 use crate::mr::Access;
@@ -843,8 +850,14 @@ pub struct Xfer {
     /// Application calls that drove progress (a count, not a time: reading
     /// the clock on every poll costs more than the poll).
     app_polls: AtomicU64,
+    /// Set by an application thread about to sleep: the progress thread
+    /// serves the inbox from now on, however recently the application
+    /// polled.
+    handed_off: AtomicBool,
     stop: AtomicBool,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// The progress thread, for `unpark` (its grace period is a park).
+    waker: std::sync::OnceLock<std::thread::Thread>,
     /// When the peers were last checked.
     last_check: Mutex<Instant>,
     /// Shared copies whose initiator share is outstanding, by grant id.
@@ -876,6 +889,19 @@ static ATOMIC_LOCK: Mutex<()> = Mutex::new(());
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// How a message that starts with `head` (its wire header) concerns a
+/// receiver asleep on its wait fd: a response only completes the
+/// receiver's own operation.
+fn urgency(head: &[u8]) -> Urgency {
+    match head
+        .get(..4)
+        .map(|k| u32::from_ne_bytes([k[0], k[1], k[2], k[3]]))
+    {
+        Some(K_RESP) => Urgency::Reply,
+        _ => Urgency::Request,
+    }
 }
 
 /// Completion flags of an operation.
@@ -936,8 +962,10 @@ impl Xfer {
                 .unwrap_or_default(),
             drain: Mutex::new(()),
             app_polls: AtomicU64::new(0),
+            handed_off: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             thread: Mutex::new(None),
+            waker: std::sync::OnceLock::new(),
             last_check: Mutex::new(Instant::now()),
             grants: Mutex::new(HashMap::new()),
             next_grant: AtomicU64::new(1),
@@ -960,6 +988,7 @@ impl Xfer {
                 );
                 Error::NOMEM
             })?;
+        let _ = x.waker.set(h.thread().clone());
         *lock(&x.thread) = Some(h);
         ep.domain().add_xfer(&x);
         Ok(x)
@@ -970,6 +999,7 @@ impl Xfer {
         self.domain().remove_xfer(self);
         self.stop.store(true, Ordering::Release);
         self.inbox.ring();
+        self.wake_thread();
         if let Some(h) = lock(&self.thread).take() {
             let _ = h.join();
         }
@@ -997,17 +1027,38 @@ impl Xfer {
         active
     }
 
+    /// Ends the progress thread's grace period (or its next one) early.
+    fn wake_thread(&self) {
+        if let Some(t) = self.waker.get() {
+            t.unpark();
+        }
+    }
+
+    /// An application thread is about to sleep until a completion, a
+    /// counter change or its wait fd wakes it: the progress thread must
+    /// serve the inbox meanwhile, even if the application polled a moment
+    /// ago. Costs a system call only when the thread is in its grace
+    /// period.
+    pub fn hand_off(&self) {
+        self.handed_off.store(true, Ordering::SeqCst);
+        self.wake_thread();
+    }
+
     fn run(self: Arc<Xfer>) {
         let mut seen = 0;
         while !self.stop.load(Ordering::Acquire) {
             self.maybe_check_peers();
             // While the application polls, the inbox is its to drain: the
             // thread stays off the CPUs and only steps in when the polling
-            // stops for APP_POLL_GRACE.
-            if self.app_active(&mut seen) {
-                // A plain sleep: messages may well be pending, the
-                // application is draining them.
-                std::thread::sleep(APP_POLL_GRACE);
+            // stops for APP_POLL_GRACE, or when the application hands the
+            // inbox back before it sleeps.
+            let handed = self.handed_off.swap(false, Ordering::SeqCst);
+            if handed {
+                seen = self.app_polls.load(Ordering::Relaxed);
+            } else if self.app_active(&mut seen) {
+                // Messages may well be pending: the application is
+                // draining them.
+                std::thread::park_timeout(APP_POLL_GRACE);
                 continue;
             }
             match self.drain_once(false) {
@@ -1015,9 +1066,13 @@ impl Xfer {
                 Some(_) => continue,
                 // An application thread is draining (a long copy keeps
                 // it from counting polls meanwhile): the inbox is in hand,
-                // and spinning here would only take a CPU from it.
+                // and spinning here would only take a CPU from it. If it
+                // hands off meanwhile, the flag brings us back at once.
                 None => {
-                    std::thread::sleep(APP_POLL_GRACE);
+                    if handed {
+                        self.handed_off.store(true, Ordering::SeqCst);
+                    }
+                    std::thread::park_timeout(APP_POLL_GRACE);
                     continue;
                 }
             }
@@ -1062,6 +1117,35 @@ impl Xfer {
             }
         }
         self.progress_once(true);
+        if !polling {
+            self.hand_off();
+        }
+    }
+
+    /// The inbox's wake-up socket and its key, for the wait fds of the
+    /// domain's CQs and counters to watch.
+    pub fn wake_fd(&self) -> Option<(libc::c_int, u64)> {
+        self.inbox.wake_fd()
+    }
+
+    /// fi_trywait: the application is about to sleep on a wait fd that
+    /// watches [`Xfer::wake_fd`]. Arms the socket, so that the next
+    /// request's sender (with `replies`, the next response's too) wakes
+    /// the application itself; false when a message is pending already
+    /// (the caller must not sleep). Without a socket, hands the inbox to
+    /// the progress thread instead.
+    pub fn prepare_fd_wait(&self, replies: bool) -> bool {
+        if self.inbox.wake_fd().is_none() {
+            self.hand_off();
+            return true;
+        }
+        self.inbox.arm(replies)
+    }
+
+    /// Whether `cq` is the endpoint's transmit CQ (the one that responses
+    /// to its operations complete into).
+    pub fn reports_tx_to(&self, cq: &Cq) -> bool {
+        self.cq(false).is_some_and(|(c, _)| std::ptr::eq(c, cq))
     }
 
     /// Drains the inbox (if no other thread is at it); returns the messages
@@ -1404,7 +1488,7 @@ impl Xfer {
         let id = lock(&self.pend).insert(op);
         w.op = id;
         self.inflight.fetch_add(1, Ordering::AcqRel);
-        match peer.seg.send(&[w.bytes(), auth, &body]) {
+        match peer.seg.send(&[w.bytes(), auth, &body], Urgency::Request) {
             Ok(()) => {
                 // A peer found gone after this operation was looked up had
                 // its pending operations failed before this one existed:
@@ -1830,7 +1914,7 @@ impl Xfer {
         let mut d = lock(&self.deferred);
         if d.is_empty() {
             match self.peer(&to) {
-                Ok(p) => match p.seg.send(parts) {
+                Ok(p) => match p.seg.send(parts, urgency(parts[0])) {
                     Ok(()) => return,
                     Err(Error::AGAIN) => {}
                     Err(_) => return,
@@ -1845,7 +1929,7 @@ impl Xfer {
         let mut d = lock(&self.deferred);
         while let Some((to, msg)) = d.front() {
             match self.peer(to) {
-                Ok(p) => match p.seg.send(&[msg]) {
+                Ok(p) => match p.seg.send(&[msg], urgency(msg)) {
                     Err(Error::AGAIN) => return,
                     _ => {
                         d.pop_front();
@@ -2318,7 +2402,7 @@ impl Xfer {
                     // that has not completed (fi_msg(3), fi_rma(3)).
                     parts.push(unsafe { std::slice::from_raw_parts(a as *const u8, l as usize) });
                 }
-                peer.seg.send(&parts)
+                peer.seg.send(&parts, Urgency::Request)
             };
             match sent {
                 Ok(()) => o.sent += n,
