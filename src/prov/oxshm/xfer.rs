@@ -1168,6 +1168,11 @@ impl Xfer {
     /// 16 passes, so that a steady stream cannot hold the caller).
     fn drain_all(&self) {
         let _g = lock(&self.drain);
+        self.drain_passes();
+    }
+
+    /// Up to 16 passes over the inbox, by the holder of the drain lock.
+    fn drain_passes(&self) {
         for _ in 0..16 {
             if self.drain_locked(true) < APP_DRAIN {
                 break;
@@ -1234,14 +1239,23 @@ impl Xfer {
 
     /// Fails the operations owed by peers that died or closed.
     fn check_peers(&self) {
-        let peers: Vec<(Address, Arc<Peer>)> = lock(&self.peers)
+        let gone: Vec<(Address, Arc<Peer>)> = lock(&self.peers)
             .iter()
+            .filter(|(_, p)| p.seg.owner_gone())
             .map(|(a, p)| (*a, Arc::clone(p)))
             .collect();
-        for (a, p) in peers {
-            if !p.seg.owner_gone() {
-                continue;
+        if !gone.is_empty() {
+            // What a peer answered before it closed is already in this
+            // inbox (it wrote there, then marked itself gone): handle it
+            // first, so that only operations it never answered fail. Not
+            // when another thread holds the inbox (or this one does, from a
+            // region's close waiting in quiesce): then what is pending fails
+            // at once, as it did before.
+            if let Ok(_g) = self.drain.try_lock() {
+                self.drain_passes();
             }
+        }
+        for (a, p) in gone {
             let died = !shm::alive(a.pid, p.seg.hdr().start_time.load(Ordering::Relaxed));
             lock(&self.peers).remove(&a);
             lock(&self.dead).insert(a);
