@@ -288,10 +288,9 @@ pub unsafe extern "C" fn oxshim_rs_mr_reg(
         let Some(reg) = (unsafe { (*h.orig_mr).reg }) else {
             return -FI_ENOSYS;
         };
-        if h.internal || is_internal(ra as usize) {
-            h.internal_regs.fetch_add(1, Ordering::Relaxed);
+        let call = || {
             // SAFETY: forwarded as received.
-            return unsafe {
+            unsafe {
                 reg(
                     fid,
                     buf,
@@ -303,37 +302,48 @@ pub unsafe extern "C" fn oxshim_rs_mr_reg(
                     mr,
                     context,
                 )
-            };
-        }
-        let pending = Pending::new(h);
-        let t0 = sampled().then(ticks);
-        // SAFETY: forwarded as received.
-        let rc = unsafe {
-            reg(
-                fid,
-                buf,
-                len,
-                access,
-                offset,
-                requested_key,
-                flags,
-                mr,
-                context,
-            )
+            }
         };
-        let ns = t0.map(|t| ticks().wrapping_sub(t));
-        if rc != 0 || mr.is_null() {
-            refused(h);
-            return rc;
-        }
-        // SAFETY: the provider wrote its MR to *mr.
-        unsafe {
-            let real = *mr;
-            *mr = wrap(h, real, buf as usize, len, access, ra as usize, ns);
-            pending.done(real, *mr);
-        }
-        0
+        // SAFETY: `mr` is the caller's output pointer, written by `call`.
+        unsafe { register(h, ra, mr, access, call, || (buf as usize, len)) }
     })
+}
+
+/// The body shared by the reg and regv hooks: libfabric's own calls pass
+/// straight through (counted apart); the application's are timed, and the
+/// MR the provider registered is handed back wrapped. `span` gives the
+/// registered range once the provider accepted it.
+///
+/// # Safety
+/// `mr` is the caller's output pointer, which `call` writes on success.
+unsafe fn register(
+    h: &DomainHook,
+    ra: *mut c_void,
+    mr: *mut *mut fid_mr,
+    access: u64,
+    call: impl Fn() -> c_int,
+    span: impl FnOnce() -> (usize, usize),
+) -> c_int {
+    if h.internal || is_internal(ra as usize) {
+        h.internal_regs.fetch_add(1, Ordering::Relaxed);
+        return call();
+    }
+    let pending = Pending::new(h);
+    let t0 = sampled().then(ticks);
+    let rc = call();
+    let ns = t0.map(|t| ticks().wrapping_sub(t));
+    if rc != 0 || mr.is_null() {
+        refused(h);
+        return rc;
+    }
+    let (addr, len) = span();
+    // SAFETY: the provider wrote its MR to *mr.
+    unsafe {
+        let real = *mr;
+        *mr = wrap(h, real, addr, len, access, ra as usize, ns);
+        pending.done(real, *mr);
+    }
+    0
 }
 
 /// domain->mr->regv.
@@ -362,10 +372,9 @@ pub unsafe extern "C" fn oxshim_rs_mr_regv(
         let Some(regv) = (unsafe { (*h.orig_mr).regv }) else {
             return -FI_ENOSYS;
         };
-        if h.internal || is_internal(ra as usize) {
-            h.internal_regs.fetch_add(1, Ordering::Relaxed);
+        let call = || {
             // SAFETY: forwarded as received.
-            return unsafe {
+            unsafe {
                 regv(
                     fid,
                     iov,
@@ -377,38 +386,11 @@ pub unsafe extern "C" fn oxshim_rs_mr_regv(
                     mr,
                     context,
                 )
-            };
-        }
-        let pending = Pending::new(h);
-        let t0 = sampled().then(ticks);
-        // SAFETY: forwarded as received.
-        let rc = unsafe {
-            regv(
-                fid,
-                iov,
-                count,
-                access,
-                offset,
-                requested_key,
-                flags,
-                mr,
-                context,
-            )
+            }
         };
-        let ns = t0.map(|t| ticks().wrapping_sub(t));
-        if rc != 0 || mr.is_null() {
-            refused(h);
-            return rc;
-        }
-        // SAFETY: the provider accepted `count` iovs, so they are readable.
-        let (addr, len) = unsafe { iov_span(iov, count) };
-        // SAFETY: the provider wrote its MR to *mr.
-        unsafe {
-            let real = *mr;
-            *mr = wrap(h, real, addr, len, access, ra as usize, ns);
-            pending.done(real, *mr);
-        }
-        0
+        // SAFETY: the provider accepted `count` iovs, so they are readable;
+        // `mr` is the caller's output pointer, written by `call`.
+        unsafe { register(h, ra, mr, access, call, || iov_span(iov, count)) }
     })
 }
 
