@@ -10,6 +10,7 @@
  * ends the target process (its exit status fails the case in the parent).
  */
 #include "peer.h"
+#include <sys/wait.h>
 
 enum { BIG = 1 << 20 };
 
@@ -43,7 +44,7 @@ static int open_pair(struct peer *p)
 
 /* ------------------------------------------------------------------ sizes */
 
-static const size_t sizes[] = { 0, 1, 100, 3072, 3073, 65536, BIG };
+static const size_t sizes[] = { 0, 1, 100, 4096, 4097, 65536, BIG };
 enum { NSIZES = sizeof(sizes) / sizeof(sizes[0]) };
 
 static int sizes_target(struct peer *p)
@@ -398,11 +399,11 @@ enum { NINJ = 50, INJ_LEN = 64 };
 static int inject_target(struct peer *p)
 {
 	unsigned char (*b)[INJ_LEN + 1] = calloc(NINJ + 1, INJ_LEN + 1);
-	unsigned char *full = calloc(1, 3072);
+	unsigned char *full = calloc(1, 4096);
 	CHECK(b && full);
 	for (int i = 0; i < NINJ; i++)
 		CHECK_OK(fi_recv(p->ep, b[i], INJ_LEN + 1, NULL, FI_ADDR_UNSPEC, &b[i]));
-	CHECK_OK(fi_recv(p->ep, full, 3072, NULL, FI_ADDR_UNSPEC, full));
+	CHECK_OK(fi_recv(p->ep, full, 4096, NULL, FI_ADDR_UNSPEC, full));
 	CHECK_OK(peer_sync(p));
 	int seen[NINJ] = { 0 }, rc = 0;
 	for (int k = 0; k < NINJ + 1 && !rc; k++) {
@@ -412,8 +413,8 @@ static int inject_target(struct peer *p)
 			break;
 		rc = 1;
 		if (e.op_context == full) {
-			CHECK(e.len == 3072);
-			rc = peer_check_fill(full, 3072, 9);
+			CHECK(e.len == 4096);
+			rc = peer_check_fill(full, 4096, 9);
 			continue;
 		}
 		unsigned char *r = e.op_context;
@@ -437,8 +438,8 @@ static int inject_target(struct peer *p)
 
 static int inject_initiator(struct peer *p)
 {
-	CHECK(p->info->tx_attr->inject_size == 3072);
-	unsigned char buf[3073] = { 0 };
+	CHECK(p->info->tx_attr->inject_size == 4096);
+	unsigned char buf[4097] = { 0 };
 	CHECK_RC(fi_inject(p->ep, buf, sizeof(buf), p->other), -FI_EMSGSIZE);
 	CHECK_OK(peer_sync(p));
 	for (int i = 0; i < NINJ; i++) {
@@ -448,9 +449,9 @@ static int inject_initiator(struct peer *p)
 		/* The buffer is ours again at once. */
 		memset(buf, 0xEE, INJ_LEN);
 	}
-	peer_fill(buf, 3072, 9);
-	CHECK_OK(fi_inject(p->ep, buf, 3072, p->other));
-	memset(buf, 0xEE, 3072);
+	peer_fill(buf, 4096, 9);
+	CHECK_OK(fi_inject(p->ep, buf, 4096, p->other));
+	memset(buf, 0xEE, 4096);
 	/* Injects complete at the counter only, never at the CQ. */
 	CHECK_OK(wait_cntr(p, C_SEND, NINJ + 1));
 	CHECK_OK(peer_cq_stays_empty(p, 50));
@@ -458,6 +459,62 @@ static int inject_initiator(struct peer *p)
 	CHECK(peer_cntr_err(p, C_SEND) == 0);
 	CHECK_OK(peer_sync(p));
 	return 0;
+}
+
+/* Where a send completes: one of at most the inject size once it is in
+ * the target's inbox (transmit complete), even while the whole target
+ * process is stopped; the same with FI_DELIVERY_COMPLETE only once the
+ * target took it, after it is resumed. */
+static int completion_point_target(struct peer *p)
+{
+	unsigned char a[32], b[32];
+	CHECK_OK(peer_sync(p)); /* stopped, then resumed, after this */
+	CHECK_OK(peer_sync(p));
+	CHECK_OK(fi_recv(p->ep, a, sizeof(a), NULL, FI_ADDR_UNSPEC, a));
+	CHECK_OK(fi_recv(p->ep, b, sizeof(b), NULL, FI_ADDR_UNSPEC, b));
+	struct fi_cq_tagged_entry e;
+	CHECK_OK(peer_wait(p, &e, NULL));
+	CHECK(e.op_context == a && e.len == sizeof(a));
+	CHECK_OK(peer_wait(p, &e, NULL));
+	CHECK(e.op_context == b && e.len == sizeof(b));
+	CHECK_OK(peer_check_fill(a, sizeof(a), 1));
+	CHECK_OK(peer_check_fill(b, sizeof(b), 2));
+	CHECK_OK(peer_sync(p));
+	return 0;
+}
+
+static int completion_point_initiator(struct peer *p)
+{
+	unsigned char x[32], y[32];
+	int cx, cy, st;
+	struct fi_cq_tagged_entry e;
+	peer_fill(x, sizeof(x), 1);
+	peer_fill(y, sizeof(y), 2);
+	CHECK_OK(peer_sync(p));
+	CHECK(kill(p->child, SIGSTOP) == 0);
+	CHECK(waitpid(p->child, &st, WUNTRACED) == p->child && WIFSTOPPED(st));
+	CHECK_OK(fi_send(p->ep, x, sizeof(x), NULL, p->other, &cx));
+	CHECK_OK(peer_wait(p, &e, NULL));
+	CHECK(e.op_context == &cx && e.flags == (FI_SEND | FI_MSG));
+	struct iovec iov = { y, sizeof(y) };
+	struct fi_msg m = { .msg_iov = &iov, .iov_count = 1, .addr = p->other, .context = &cy };
+	CHECK_OK(fi_sendmsg(p->ep, &m, FI_DELIVERY_COMPLETE | FI_COMPLETION));
+	int quiet = peer_cq_stays_empty(p, 300);
+	CHECK(kill(p->child, SIGCONT) == 0);
+	CHECK_OK(quiet);
+	CHECK_OK(peer_wait(p, &e, NULL));
+	CHECK(e.op_context == &cy && e.flags == (FI_SEND | FI_MSG));
+	CHECK_OK(peer_sync(p));
+	CHECK_OK(peer_sync(p));
+	return 0;
+}
+
+static int completion_point(void)
+{
+	struct peer p;
+	CHECK_OK(open_pair(&p));
+	return peer_close(&p, p.is_target ? completion_point_target(&p)
+					  : completion_point_initiator(&p));
 }
 
 /* fi_inject: buffer reusable on return, no CQ entry, FI_SEND counter. */
@@ -1049,6 +1106,7 @@ static const struct test_case cases[] = {
 	CASE(sendmsg_recvmsg),
 	CASE(inject_counts_no_completion),
 	CASE(inject_flag_completes),
+	CASE(completion_point),
 	CASE(send_after_send_order),
 	CASE(senddata_remote_cq_data),
 	CASE(truncation),

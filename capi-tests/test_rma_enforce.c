@@ -1416,6 +1416,53 @@ static int inject_write(void)
 	return pair(MODE, inject_target, inject_init);
 }
 
+/* Without a write counter an injected write waits for no answer: a good
+ * one lands; a refused one (bad key, out of range) changes nothing at the
+ * target and leaves no trace at the initiator, which has no completion
+ * and no counter to carry it. */
+static int inject_nocntr_target(struct peer *p)
+{
+	struct fid_mr *mr;
+	fill(tb, LEN, 40);
+	CHECK_OK(reg(p, tb, LEN, RW, 1, 0, &mr));
+	publish(p, mr, tb, LEN);
+	CHECK_OK(peer_sync(p));
+	CHECK_OK(remote_entry(p, 0xabd, 8));
+	unsigned char want[16];
+	fill(want, 16, 41);
+	CHECK_OK(same(tb, want, 16, "injected bytes"));
+	for (size_t i = 16; i < LEN; i++)
+		CHECK(tb[i] == pat(i, 40));
+	CHECK_OK(remote_counts(p, 2, 0));
+	CHECK_OK(peer_sync(p));
+	CHECK_OK(fi_close(&mr->fid));
+	return 0;
+}
+
+static int inject_nocntr_init(struct peer *p)
+{
+	struct peer_region r;
+	CHECK(p->cntr[C_WRITE] == NULL);
+	CHECK_OK(get_region(p, &r));
+	fill(src, LEN, 41);
+	CHECK_OK(fi_inject_write(p->ep, src, 8, p->other, raddr(p, &r, 0), r.key));
+	CHECK_OK(fi_inject_write(p->ep, src + 8, 8, p->other, raddr(p, &r, 8), r.key ^ 0x100));
+	CHECK_OK(fi_inject_write(p->ep, src + 8, 8, p->other, raddr(p, &r, LEN - 4), r.key));
+	CHECK_OK(fi_inject_writedata(p->ep, src + 8, 8, 0xabd, p->other, raddr(p, &r, 8), r.key));
+	CHECK_OK(peer_sync(p));
+	CHECK_OK(peer_cq_stays_empty(p, 50));
+	CHECK_OK(peer_sync(p));
+	return 0;
+}
+
+static int inject_write_no_counter(void)
+{
+	peer_skip_cntrs = 1u << C_WRITE;
+	int rc = pair(MODE, inject_nocntr_target, inject_nocntr_init);
+	peer_skip_cntrs = 0;
+	return rc;
+}
+
 /* ================================= extra: zero-length accesses ====== */
 
 /* A zero-length access passes the same key, right and range checks (the
@@ -2113,6 +2160,7 @@ static const struct test_case cases[] = {
 	CASE(remote_cq_data),
 	CASE(closed_region),
 	CASE(inject_write),
+	CASE(inject_write_no_counter),
 	CASE(zero_length),
 	CASE(atomics_enforced),
 	CASE(close_under_traffic),

@@ -76,7 +76,7 @@ struct Slot {
 struct Table {
     slots: Vec<Slot>,
     free: BTreeSet<u32>,
-    by_addr: HashMap<Address, BTreeSet<u32>>,
+    by_addr: HashMap<Address, BTreeSet<u32>, super::xfer::PeerHash>,
     live: usize,
 }
 

@@ -86,7 +86,7 @@ use std::time::{Duration, Instant};
 
 /// Largest payload carried in the ring: sends, writes, read results and
 /// inject operations up to this size need no system call.
-pub const INLINE: usize = 3072;
+pub const INLINE: usize = 4096;
 /// Largest authorization key an operation may carry.
 pub const AUTH_MAX: usize = 256;
 /// Largest atomic operand (and compare, and result) in bytes.
@@ -134,6 +134,11 @@ const W_SPLIT: u32 = 1 << 4;
 const W_STAGED: u32 = 1 << 5;
 /// The last staged piece of a transfer.
 const W_LAST: u32 = 1 << 6;
+/// The initiator completed the operation when the request entered this
+/// inbox and waits for no response (see [`Xfer::post`]): an inline message
+/// without FI_DELIVERY_COMPLETE, or an fi_inject_write* of an endpoint
+/// without a write counter.
+const W_NOACK: u32 = 1 << 7;
 
 /// RMA transfers from this size on, and smaller ones with more requests
 /// queued behind them, are shared copies: the target verifies the access
@@ -590,7 +595,7 @@ impl PendTable {
 /// multiply-rotate of the address's words instead of SipHash. Its keys are
 /// endpoint addresses this endpoint has mapped, not chosen by a peer.
 #[derive(Default)]
-struct AddrHasher(u64);
+pub(super) struct AddrHasher(u64);
 
 impl std::hash::Hasher for AddrHasher {
     fn finish(&self) -> u64 {
@@ -612,7 +617,36 @@ impl std::hash::Hasher for AddrHasher {
     }
 }
 
-type PeerHash = std::hash::BuildHasherDefault<AddrHasher>;
+pub(super) type PeerHash = std::hash::BuildHasherDefault<AddrHasher>;
+
+/// The buffers of a receive: up to [`IOV_MAX`] kept in place (no
+/// allocation per posted receive), more on the heap.
+enum RecvIovs {
+    Inline(usize, [(u64, u64); IOV_MAX]),
+    Heap(Vec<(u64, u64)>),
+}
+
+impl From<&[(u64, u64)]> for RecvIovs {
+    fn from(v: &[(u64, u64)]) -> RecvIovs {
+        if v.len() <= IOV_MAX {
+            let mut a = [(0, 0); IOV_MAX];
+            a[..v.len()].copy_from_slice(v);
+            RecvIovs::Inline(v.len(), a)
+        } else {
+            RecvIovs::Heap(v.to_vec())
+        }
+    }
+}
+
+impl std::ops::Deref for RecvIovs {
+    type Target = [(u64, u64)];
+    fn deref(&self) -> &[(u64, u64)] {
+        match self {
+            RecvIovs::Inline(n, a) => &a[..*n],
+            RecvIovs::Heap(v) => v,
+        }
+    }
+}
 
 /// A posted receive, or the piece of a multi-receive buffer that one
 /// message fills.
@@ -621,7 +655,7 @@ struct Recv {
     tag: u64,
     ignore: u64,
     src: Option<Address>,
-    iov: Vec<(u64, u64)>,
+    iov: RecvIovs,
     report: bool,
     context: *mut c_void,
     /// FI_MULTI_RECV: the buffer this receive is, or is a piece of.
@@ -842,6 +876,14 @@ pub struct Xfer {
     /// Responses that found the initiator's inbox full, sent first on the
     /// next progress pass.
     deferred: Mutex<VecDeque<(Address, Vec<u8>)>>,
+    /// Whether `deferred` may hold something (set under its lock when one
+    /// is queued, cleared under it when found empty): an empty poll takes
+    /// no lock.
+    has_deferred: AtomicBool,
+    /// As `has_deferred`, for `outbound`.
+    has_outbound: AtomicBool,
+    /// As `has_deferred`, for `dead`.
+    has_dead: AtomicBool,
     /// The authorization key every operation presents: the endpoint's, or
     /// its domain's (empty: none).
     auth: Vec<u8>,
@@ -972,6 +1014,9 @@ impl Xfer {
             turn: AtomicBool::new(false),
             inbound: Mutex::new(HashMap::new()),
             outbound: Mutex::new(Vec::new()),
+            has_deferred: AtomicBool::new(false),
+            has_outbound: AtomicBool::new(false),
+            has_dead: AtomicBool::new(false),
             inflight: AtomicUsize::new(0),
             posted_recvs: AtomicUsize::new(0),
         });
@@ -1198,7 +1243,7 @@ impl Xfer {
         if let Some(p) = lock(&self.peers).get(a) {
             return Ok(Arc::clone(p));
         }
-        if lock(&self.dead).contains(a) {
+        if self.is_dead(a) {
             return Err(Error::HOSTUNREACH);
         }
         let seg = Segment::open(a).map_err(|e| {
@@ -1222,6 +1267,17 @@ impl Xfer {
         let p = Arc::new(Peer { seg, cma });
         lock(&self.peers).insert(*a, Arc::clone(&p));
         Ok(p)
+    }
+
+    /// Whether `a` was found gone.
+    fn is_dead(&self, a: &Address) -> bool {
+        self.has_dead.load(Ordering::Acquire) && lock(&self.dead).contains(a)
+    }
+
+    /// Queues a staged transfer for [`Xfer::pump`].
+    fn push_outbound(&self, o: Outbound) {
+        lock(&self.outbound).push(o);
+        self.has_outbound.store(true, Ordering::Release);
     }
 
     /// Runs [`Xfer::check_peers`] if no thread did for [`PEER_CHECK`].
@@ -1259,6 +1315,7 @@ impl Xfer {
             let died = !shm::alive(a.pid, p.seg.hdr().start_time.load(Ordering::Relaxed));
             lock(&self.peers).remove(&a);
             lock(&self.dead).insert(a);
+            self.has_dead.store(true, Ordering::Release);
             lock(&self.deferred).retain(|(to, _)| *to != a);
             self.drop_grants(Some(&a));
             // The operations are taken before their staged pieces are
@@ -1332,6 +1389,11 @@ impl Xfer {
     /// Reports a finished transmit operation.
     fn complete(&self, op: Pending, r: Result<()>) {
         self.inflight.fetch_sub(1, Ordering::AcqRel);
+        self.completed(op, r)
+    }
+
+    /// Reports `op`'s completion (CQ entry, counter), in flight or not.
+    fn completed(&self, op: Pending, r: Result<()>) {
         match r {
             Ok(()) => {
                 if let Some(c) = self.cntr(op.cntr) {
@@ -1444,11 +1506,13 @@ impl Xfer {
         if inject && len as usize > INLINE {
             return Err(Error::MSGSIZE);
         }
+        // Inline sends and writes: the payload is gathered from the
+        // application's buffers straight into the target's ring cell.
+        let mut direct = false;
         if inline {
             w.flags |= W_INLINE;
             match p.kind {
-                // SAFETY: the application's buffers are readable (fi_rma(3)).
-                OpKind::Send { .. } | OpKind::Write => unsafe { gather(p.local, &mut body) },
+                OpKind::Send { .. } | OpKind::Write => direct = true,
                 OpKind::Atomic { kind, op, .. } => {
                     if op != crate::abi::domain::fi_op::FI_ATOMIC_READ as u32 {
                         // SAFETY: as above.
@@ -1499,15 +1563,68 @@ impl Xfer {
             self.complete(op, Err(Error::HOSTUNREACH));
             return Ok(());
         };
+        // An inline message is complete once it is in the target's inbox
+        // (FI_TRANSMIT_COMPLETE: the target's provider holds the bytes),
+        // unless the caller asked for delivery completion. An injected
+        // write has no completion to carry the target's answer: a refused
+        // one is logged and counted at the target and changes nothing.
+        let noack = inline
+            && match p.kind {
+                OpKind::Send { .. } => p.flags & FI_DELIVERY_COMPLETE == 0,
+                // With a write counter bound, the refusal of an injected
+                // write is counted there: it waits for the answer.
+                OpKind::Write => p.silent && self.cntr(C_WRITE).is_none(),
+                _ => false,
+            };
+        // The request's bytes, into a cell of the target's ring.
+        let send = |w: &Wire| {
+            if !direct {
+                return peer.seg.send(&[w.bytes(), auth, &body], Urgency::Request);
+            }
+            let room = WIRE + auth.len() + len as usize;
+            peer.seg.send_with(room, |cell| {
+                cell[..WIRE].copy_from_slice(w.bytes());
+                cell[WIRE..WIRE + auth.len()].copy_from_slice(auth);
+                let mut at = WIRE + auth.len();
+                for &(a, l) in p.local {
+                    // SAFETY: the application's buffers are readable for
+                    // the length it gave (fi_msg(3), fi_rma(3)).
+                    let src = unsafe { std::slice::from_raw_parts(a as *const u8, l as usize) };
+                    cell[at..at + src.len()].copy_from_slice(src);
+                    at += src.len();
+                }
+                at
+            })
+        };
+        if noack {
+            // A target whose endpoint is closed takes nothing: an error
+            // completion, as for an acknowledged operation. (One that
+            // closes after this look loses the message, as with any
+            // provider that completes at transmit.)
+            if peer.seg.owner_closed() {
+                self.completed(op, Err(Error::HOSTUNREACH));
+                return Ok(());
+            }
+            w.flags |= W_NOACK;
+            send(&w).inspect_err(|e| {
+                if *e == Error::AGAIN {
+                    self.progress_app(true);
+                }
+            })?;
+            // Never in flight: no locked instruction here, which would
+            // wait for the cell's stores to leave this CPU.
+            self.completed(op, Ok(()));
+            return Ok(());
+        }
         let id = lock(&self.pend).insert(op);
         w.op = id;
         self.inflight.fetch_add(1, Ordering::AcqRel);
-        match peer.seg.send(&[w.bytes(), auth, &body], Urgency::Request) {
+        match send(&w) {
             Ok(()) => {
                 // A peer found gone after this operation was looked up had
                 // its pending operations failed before this one existed:
                 // fail it too (the peer check adds to `dead` first).
-                if lock(&self.dead).contains(&dest) {
+                if self.is_dead(&dest) {
                     let op = lock(&self.pend).take(id);
                     if let Some(op) = op {
                         self.complete(op, Err(Error::IO));
@@ -1597,7 +1714,7 @@ impl Xfer {
             tag: r.tag,
             ignore: r.ignore,
             src,
-            iov: r.iov.to_vec(),
+            iov: r.iov.into(),
             report,
             context: r.context,
             multi: (r.flags & FI_MULTI_RECV != 0)
@@ -1618,7 +1735,7 @@ impl Xfer {
             Carve::Piece { off, len, released } => {
                 let piece = Recv {
                     src: r.src,
-                    iov: window(&r.iov, off, len).to_vec(),
+                    iov: window(&r.iov, off, len)[..].into(),
                     multi: Some(Arc::clone(m)),
                     ..*r
                 };
@@ -1913,6 +2030,9 @@ impl Xfer {
     }
 
     fn respond(&self, req: &Wire, status: i32, out: &[u8]) {
+        if req.flags & W_NOACK != 0 {
+            return;
+        }
         let w = Wire {
             op: req.op,
             len: out.len() as u64,
@@ -1937,10 +2057,17 @@ impl Xfer {
             }
         }
         d.push_back((to, parts.concat()));
+        self.has_deferred.store(true, Ordering::Release);
     }
 
     fn flush_deferred(&self) {
+        if !self.has_deferred.load(Ordering::Acquire) {
+            return;
+        }
         let mut d = lock(&self.deferred);
+        if d.is_empty() {
+            self.has_deferred.store(false, Ordering::Release);
+        }
         while let Some((to, msg)) = d.front() {
             match self.peer(to) {
                 Ok(p) => match p.seg.send(&[msg], urgency(msg)) {
@@ -2122,7 +2249,7 @@ impl Xfer {
                     // An initiator found gone meanwhile had its grants
                     // dropped before this one existed: drop it too (the
                     // peer check adds to `dead` before it drops grants).
-                    if lock(&self.dead).contains(&w.src()) {
+                    if self.is_dead(&w.src()) {
                         self.drop_grants(Some(&w.src()));
                     }
                     return Ok(None);
@@ -2198,7 +2325,7 @@ impl Xfer {
                 return;
             };
             let (src, _) = split_at(local, g.len);
-            lock(&self.outbound).push(Outbound {
+            self.push_outbound(Outbound {
                 to: g.src(),
                 kind: K_CHUNK,
                 id: g.addr,
@@ -2273,7 +2400,7 @@ impl Xfer {
         self.send_to(from, &[g.bytes()]);
         // A sender found gone meanwhile had its staged transfers dropped
         // before this one existed (the peer check adds to `dead` first).
-        if lock(&self.dead).contains(&from) {
+        if self.is_dead(&from) {
             self.drop_staged(Some(&from));
         }
     }
@@ -2292,7 +2419,7 @@ impl Xfer {
         let from = w.src();
         active.keep();
         if w.kind == K_READ {
-            lock(&self.outbound).push(Outbound {
+            self.push_outbound(Outbound {
                 to: from,
                 kind: K_RDATA,
                 id: w.op,
@@ -2327,7 +2454,7 @@ impl Xfer {
             };
             self.send_to(from, &[g.bytes()]);
         }
-        if lock(&self.dead).contains(&from) {
+        if self.is_dead(&from) {
             self.drop_staged(Some(&from));
         }
         self.pump();
@@ -2341,7 +2468,14 @@ impl Xfer {
     /// receiver are not tried: each try reads the ring's cells, pulling
     /// their lines away from the receiver that is emptying it.
     fn pump(&self) {
+        if !self.has_outbound.load(Ordering::Acquire) {
+            return;
+        }
         let mut out = lock(&self.outbound);
+        if out.is_empty() {
+            self.has_outbound.store(false, Ordering::Release);
+            return;
+        }
         let mut full: Vec<Address> = Vec::new();
         let mut i = 0;
         while i < out.len() {
@@ -2957,7 +3091,7 @@ mod tests {
             tag: 0x1200,
             ignore: 0xff,
             src: Some(a),
-            iov: vec![(0x1000, 64)],
+            iov: [(0x1000, 64)][..].into(),
             report: true,
             context: std::ptr::null_mut(),
             multi: None,
@@ -2977,7 +3111,7 @@ mod tests {
         let any = Recv {
             tagged: false,
             src: None,
-            iov: Vec::new(),
+            iov: [][..].into(),
             multi: None,
             ..r
         };
