@@ -11,8 +11,10 @@
 #   valgrind   ours, under valgrind --leak-check=full
 #   staged     ours, with FI_OXSHM_CMA=0: every bulk transfer between
 #              processes goes through shared memory, as where the kernel
-#              does not permit cross-memory attach
-#   staged-asan  asan, with FI_OXSHM_CMA=0
+#              does not permit cross-memory attach; and with
+#              FI_OXSHM_MEMBARRIER=0: every message is published with a
+#              full fence, as where membarrier(2) is missing
+#   staged-asan  asan, with FI_OXSHM_CMA=0 FI_OXSHM_MEMBARRIER=0
 # Usage: [BUILDS="ours asan ..."] capi-tests/run.sh [test_name ...]
 #        (default: every build, every test)
 set -euo pipefail
@@ -109,7 +111,7 @@ run_one() {
 	# OX_TEST_SCALE (percent) shrinks the big loops of some tests under valgrind.
 	valgrind) OX_TEST_SCALE=${OX_TEST_SCALE:-1} timeout "$TIMEOUT" "${VALGRIND[@]}" "$bin" ;;
 	deb117-bin) check_deb117_bin "$bin" && timeout "$TIMEOUT" "$bin" ;;
-	staged | staged-asan) FI_OXSHM_CMA=0 timeout "$TIMEOUT" "$bin" ;;
+	staged | staged-asan) FI_OXSHM_CMA=0 FI_OXSHM_MEMBARRIER=0 timeout "$TIMEOUT" "$bin" ;;
 	*) timeout "$TIMEOUT" "$bin" ;;
 	esac
 }

@@ -421,7 +421,7 @@ impl Segment {
             .store(start_time(addr.pid).unwrap_or(0), Ordering::Relaxed);
         h.nonce.store(addr.nonce, Ordering::Relaxed);
         h.ep_id.store(addr.ep_id, Ordering::Relaxed);
-        h.asym.store(u32::from(*ASYM), Ordering::Relaxed);
+        h.asym.store(u32::from(asym()), Ordering::Relaxed);
         h.probe
             .store(&h.probe as *const AtomicU64 as u64, Ordering::Relaxed);
         h.state.store(ALIVE, Ordering::Relaxed);
@@ -630,7 +630,7 @@ impl Segment {
         // two accesses in this thread's program is enough; otherwise a
         // full fence here, which waits for the cell's lines to leave this
         // CPU's store buffer.
-        if *ASYM && h.asym.load(Ordering::Relaxed) != 0 {
+        if h.asym.load(Ordering::Relaxed) != 0 && asym() {
             compiler_fence(Ordering::SeqCst);
         } else {
             fence(Ordering::SeqCst);
@@ -838,24 +838,45 @@ impl Drop for Segment {
 /// (membarrier(2) `MEMBARRIER_CMD_GLOBAL_EXPEDITED`, Linux 4.16) and may
 /// issue them: a sleeping owner's fence then also orders the accesses of
 /// every running thread of every registered process, so that senders need
-/// no fence per message (see [`Segment::send`]).
-static ASYM: once_cell::sync::Lazy<bool> = once_cell::sync::Lazy::new(|| {
-    const QUERY: libc::c_long = 0;
-    const GLOBAL_EXPEDITED: libc::c_long = 1 << 1;
-    const REGISTER_GLOBAL_EXPEDITED: libc::c_long = 1 << 2;
+/// no fence per message (see [`Segment::send`]). Registration belongs to
+/// the process, not its memory image: a child after fork(2) registers
+/// anew (or publishes with fences if it cannot).
+fn asym() -> bool {
+    /// (pid << 1) | registered, for the process that last looked.
+    static STATE: AtomicU64 = AtomicU64::new(0);
+    let me = my_pid();
+    let st = STATE.load(Ordering::Relaxed);
+    if st >> 1 == u64::from(me) {
+        return st & 1 != 0;
+    }
+    let ok = register_asym();
+    STATE.store((u64::from(me) << 1) | u64::from(ok), Ordering::Relaxed);
+    ok
+}
+
+const MEMBARRIER_QUERY: libc::c_long = 0;
+const MEMBARRIER_GLOBAL_EXPEDITED: libc::c_long = 1 << 1;
+const MEMBARRIER_REGISTER_GLOBAL_EXPEDITED: libc::c_long = 1 << 2;
+
+fn register_asym() -> bool {
     if std::env::var("FI_OXSHM_MEMBARRIER").as_deref() == Ok("0") {
         return false;
     }
     // SAFETY: membarrier(2) with plain integer arguments.
-    let cmds = unsafe { libc::syscall(libc::SYS_membarrier, QUERY, 0, 0) };
-    if cmds < 0 || cmds & GLOBAL_EXPEDITED == 0 || cmds & REGISTER_GLOBAL_EXPEDITED == 0 {
-        return false;
-    }
+    let cmds = unsafe { libc::syscall(libc::SYS_membarrier, MEMBARRIER_QUERY, 0, 0) };
+    let want = MEMBARRIER_GLOBAL_EXPEDITED | MEMBARRIER_REGISTER_GLOBAL_EXPEDITED;
     // SAFETY: as above.
-    let ok = unsafe {
-        libc::syscall(libc::SYS_membarrier, REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0
-            && libc::syscall(libc::SYS_membarrier, GLOBAL_EXPEDITED, 0, 0) == 0
-    };
+    let ok = cmds >= 0
+        && cmds & want == want
+        && unsafe {
+            libc::syscall(
+                libc::SYS_membarrier,
+                MEMBARRIER_REGISTER_GLOBAL_EXPEDITED,
+                0,
+                0,
+            ) == 0
+                && libc::syscall(libc::SYS_membarrier, MEMBARRIER_GLOBAL_EXPEDITED, 0, 0) == 0
+        };
     if !ok {
         crate::ox_log!(
             Info,
@@ -865,17 +886,16 @@ static ASYM: once_cell::sync::Lazy<bool> = once_cell::sync::Lazy::new(|| {
         );
     }
     ok
-});
+}
 
 /// The fence of an owner about to sleep: between its store of `sleeping`
-/// (or `fd_armed`) and its look at the ring. With [`ASYM`] it is a
+/// (or `fd_armed`) and its look at the ring. With [`asym`] it is a
 /// membarrier(2) that orders every registered sender's publication too.
 fn heavy_fence() {
     fence(Ordering::SeqCst);
-    if *ASYM {
-        const GLOBAL_EXPEDITED: libc::c_long = 1 << 1;
+    if asym() {
         // SAFETY: membarrier(2) with plain integer arguments.
-        let r = unsafe { libc::syscall(libc::SYS_membarrier, GLOBAL_EXPEDITED, 0, 0) };
+        let r = unsafe { libc::syscall(libc::SYS_membarrier, MEMBARRIER_GLOBAL_EXPEDITED, 0, 0) };
         if r != 0 {
             // Not expected once it worked: senders that skip their fence
             // may then go unnoticed until the sleeper's timeout.
