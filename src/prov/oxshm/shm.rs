@@ -7,7 +7,9 @@
 //! ```text
 //! offset 0      Header (one page): magic, layout version, owner pid and
 //!               start time, state, the wake-up word, ring indices
-//! offset 4096   CELLS cells of CELL bytes: a 16-byte cell header (its
+//! offset 4096   CELLS cells of CELL bytes, CELL + 64 bytes apart (so that
+//!               their first lines spread over the cache's sets): a
+//!               16-byte cell header (its
 //!               sequence word, the producer's pid and the message's
 //!               length) and the message, which starts on the sequence
 //!               word's cache line: the owner's first read of a new
@@ -72,11 +74,17 @@ pub const CELL_DATA: usize = CELL - CELL_HEAD;
 /// Bytes of the segment header.
 const HEADER: usize = 4096;
 /// Bytes of a segment.
-pub const SEGMENT_BYTES: usize = HEADER + CELLS * CELL;
+pub const SEGMENT_BYTES: usize = HEADER + CELLS * CELL_STRIDE;
+/// Distance between two cells: a cache line more than a cell, so that the
+/// cells' first lines (header and message start, the lines every message
+/// touches) fall in different cache sets instead of all in the same few
+/// (a stride that is a multiple of 4096 maps them all to one set of the
+/// first-level cache).
+const CELL_STRIDE: usize = CELL + 64;
 
 const MAGIC: u64 = u64::from_be_bytes(*b"oxshmSG1");
 /// Version of this layout; a peer with another one is refused.
-const LAYOUT: u32 = 4;
+const LAYOUT: u32 = 5;
 
 /// What a message means to an owner asleep on its wake-up socket.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -370,7 +378,7 @@ impl Segment {
     fn cell(&self, pos: u64) -> *mut u8 {
         let i = (pos as usize) & (CELLS - 1);
         // SAFETY: i < CELLS, inside the mapping.
-        unsafe { self.base.add(HEADER + i * CELL) }
+        unsafe { self.base.add(HEADER + i * CELL_STRIDE) }
     }
 
     fn cell_head(&self, pos: u64) -> &CellHead {
