@@ -226,6 +226,14 @@ impl Av {
         t.slots[i as usize].peer.clone()
     }
 
+    /// The address `fi_addr` names, without taking a hold on its entry
+    /// (the data path only needs the address itself).
+    pub fn addr_of(&self, fi_addr: fi_addr_t) -> Option<Address> {
+        let t = self.read();
+        let i = self.index(&t, fi_addr)?;
+        t.slots[i as usize].peer.as_ref().map(|p| p.addr)
+    }
+
     /// The `fi_addr_t` under which `addr` is inserted (the lowest, if it was
     /// inserted more than once).
     pub fn find(&self, addr: &Address) -> Option<fi_addr_t> {

@@ -26,7 +26,7 @@ use crate::prov::info::version;
 use libc::{c_char, c_int, c_void, size_t, ssize_t};
 use std::collections::VecDeque;
 use std::mem::offset_of;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -477,7 +477,41 @@ pub struct Cq {
     /// What blocked readers sleep on, made at the first sleep.
     sleeper: OnceLock<WaitFd>,
     q: Mutex<Queues>,
+    /// Whether a read could find anything (entries, an error, the overrun
+    /// report, a signal) or the eventfd is set: brought up to date each
+    /// time the queues are unlocked ([`QGuard`]), so that a read of an
+    /// idle CQ takes no lock.
+    busy_hint: AtomicBool,
     spin: Spin,
+}
+
+/// The locked queues of a CQ; unlocking updates [`Cq::busy_hint`].
+struct QGuard<'a> {
+    g: MutexGuard<'a, Queues>,
+    hint: &'a AtomicBool,
+}
+
+impl std::ops::Deref for QGuard<'_> {
+    type Target = Queues;
+    fn deref(&self) -> &Queues {
+        &self.g
+    }
+}
+
+impl std::ops::DerefMut for QGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Queues {
+        &mut self.g
+    }
+}
+
+impl Drop for QGuard<'_> {
+    fn drop(&mut self) {
+        let q = &self.g;
+        let busy = q.readable() || q.signal || q.fd_set;
+        if self.hint.load(Ordering::Relaxed) != busy {
+            self.hint.store(busy, Ordering::Release);
+        }
+    }
 }
 
 // SAFETY: the domain pointer is only used to release the CQ's hold at close
@@ -710,6 +744,7 @@ pub unsafe extern "C" fn open(
                 fd_holds: 0,
             }),
             sleeper: OnceLock::new(),
+            busy_hint: AtomicBool::new(false),
             spin: Spin::default(),
         });
         // SAFETY: cq checked non-NULL; written last, on success.
@@ -725,8 +760,11 @@ impl Cq {
         unsafe { &*self.domain }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Queues> {
-        self.q.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> QGuard<'_> {
+        QGuard {
+            g: self.q.lock().unwrap_or_else(|e| e.into_inner()),
+            hint: &self.busy_hint,
+        }
     }
 
     /// The entry format reads use (FI_CQ_FORMAT_UNSPEC reads as CONTEXT).
@@ -807,7 +845,7 @@ impl Cq {
     }
 
     /// Signals the wait objects after the queue changed; drops the lock.
-    fn wake(&self, mut q: MutexGuard<'_, Queues>) {
+    fn wake(&self, mut q: QGuard<'_>) {
         self.sync_fd(&mut q);
         if q.waiters > 0 && !q.sleep_set {
             if let Some(s) = self.sleeper.get() {
@@ -1212,7 +1250,7 @@ unsafe extern "C" fn readfrom(
         // are returned without a progress pass (an application that reads
         // one entry per call pays for one pass per batch the pass queued,
         // not one per entry); the next read that finds fewer progresses.
-        if count > 0 {
+        if count > 0 && c.busy_hint.load(Ordering::Acquire) {
             let mut q = c.lock();
             if q.errs.is_empty() && q.ok.len() >= count {
                 // SAFETY: as below.
@@ -1228,6 +1266,10 @@ unsafe extern "C" fn readfrom(
             c.domain().progress();
         } else {
             c.domain().progress();
+            // Nothing to read, nothing to clear: no lock.
+            if !c.busy_hint.load(Ordering::Acquire) {
+                return Err(Error::AGAIN);
+            }
         }
         let mut q = c.lock();
         // SAFETY: buf holds count entries and src_addr (if any) count

@@ -55,6 +55,32 @@ fn need_cap(ep: &Ep, cap: u64, name: &str, call: &str) -> Result<()> {
 /// # Safety
 /// `iov` holds `count` iovecs (when count > 0); `desc` is NULL or holds
 /// `count` descriptors.
+/// The local buffers of one operation: at most [`IOV_MAX`], kept in place
+/// (no allocation per operation).
+#[derive(Default)]
+pub(super) struct LocalIovs {
+    n: usize,
+    a: [(u64, u64); IOV_MAX],
+}
+
+impl LocalIovs {
+    fn push(&mut self, x: (u64, u64)) -> Result<()> {
+        let Some(slot) = self.a.get_mut(self.n) else {
+            return Err(Error::INVAL);
+        };
+        *slot = x;
+        self.n += 1;
+        Ok(())
+    }
+}
+
+impl std::ops::Deref for LocalIovs {
+    type Target = [(u64, u64)];
+    fn deref(&self) -> &[(u64, u64)] {
+        &self.a[..self.n]
+    }
+}
+
 unsafe fn locals(
     ep: &Ep,
     iov: *const iovec,
@@ -63,7 +89,7 @@ unsafe fn locals(
     access: Access,
     check_desc: bool,
     call: &str,
-) -> Result<Vec<(u64, u64)>> {
+) -> Result<LocalIovs> {
     if count > IOV_MAX {
         crate::ox_log!(
             Warn,
@@ -77,7 +103,7 @@ unsafe fn locals(
         crate::ox_log!(Warn, EpData, super::NAME, "{call}: iov is NULL");
         return Err(Error::INVAL);
     }
-    let mut v = Vec::with_capacity(count);
+    let mut v = LocalIovs::default();
     for i in 0..count {
         // SAFETY: per the function contract.
         let io = unsafe { *iov.add(i) };
@@ -104,7 +130,7 @@ unsafe fn locals(
 #[allow(clippy::too_many_arguments)]
 fn push_local(
     ep: &Ep,
-    v: &mut Vec<(u64, u64)>,
+    v: &mut LocalIovs,
     buf: *const c_void,
     len: usize,
     desc: *mut c_void,
@@ -126,8 +152,7 @@ fn push_local(
         // SAFETY: desc is NULL or what fi_mr_desc returned.
         unsafe { super::mr::check_local_desc(d, desc, buf as u64, len as u64, access, call) }?;
     }
-    v.push((buf as u64, len as u64));
-    Ok(())
+    v.push((buf as u64, len as u64))
 }
 
 fn total(v: &[(u64, u64)]) -> u64 {
@@ -279,7 +304,7 @@ fn recv(e: *mut fid_ep, r: Recv<'_>) -> ssize_t {
         // A peek and a discard take no data: their buffers are ignored
         // (fi_tagged(3)).
         let local = if flags & (FI_PEEK | FI_DISCARD) != 0 {
-            Vec::new()
+            LocalIovs::default()
         } else {
             // SAFETY: the caller's iov/desc arrays (fi_msg(3)).
             unsafe { locals(ep, r.iov, r.desc, r.count, Access::RECV, true, r.call) }?
@@ -1221,7 +1246,7 @@ unsafe fn iocs(
     access: Access,
     check_desc: bool,
     call: &str,
-) -> Result<Vec<(u64, u64)>> {
+) -> Result<LocalIovs> {
     if count > IOV_MAX || (count > 0 && ioc.is_null()) {
         crate::ox_log!(
             Warn,
@@ -1231,7 +1256,7 @@ unsafe fn iocs(
         );
         return Err(Error::INVAL);
     }
-    let mut v = Vec::with_capacity(count);
+    let mut v = LocalIovs::default();
     for i in 0..count {
         // SAFETY: per the function contract.
         let io = unsafe { *ioc.add(i) };
@@ -1306,7 +1331,7 @@ fn atomic(e: *mut fid_ep, a: Atomic<'_>) -> ssize_t {
         let read_only = op == crate::abi::domain::fi_op::FI_ATOMIC_READ as u32;
         // SAFETY: the caller's ioc/desc arrays (fi_atomic(3)).
         let local = if read_only {
-            Vec::new()
+            LocalIovs::default()
         } else {
             unsafe {
                 iocs(

@@ -793,6 +793,22 @@ impl Segment {
         self.cell_head(pos).seq.load(Ordering::Acquire) == pos + 1
     }
 
+    /// Whether a pass over this (own) ring would find nothing to do: no
+    /// published message, and no look for a stalled claim due (the pass
+    /// makes one every [`STALL_POLLS`] empty looks, counted here too).
+    /// Takes no lock and writes nothing shared.
+    pub fn idle(&self) -> bool {
+        if self.pending() {
+            return false;
+        }
+        let n = self.empty_polls.load(Ordering::Relaxed).wrapping_add(1);
+        if n % STALL_POLLS == 0 {
+            return false;
+        }
+        self.empty_polls.store(n, Ordering::Relaxed);
+        true
+    }
+
     /// Inside [`Segment::recv`]'s `f`: whether another message is
     /// published behind the one being handled.
     pub fn more_behind(&self) -> bool {

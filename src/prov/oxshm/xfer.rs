@@ -1201,6 +1201,13 @@ impl Xfer {
 
     /// As [`Xfer::progress_once`]; `None` when another thread is draining.
     fn drain_once(&self, app: bool) -> Option<usize> {
+        // An empty inbox with nothing queued to send: no lock taken.
+        if self.inbox.idle()
+            && !self.has_deferred.load(Ordering::Acquire)
+            && !self.has_outbound.load(Ordering::Acquire)
+        {
+            return Some(0);
+        }
         let Ok(_g) = self.drain.try_lock() else {
             return None;
         };
@@ -1351,8 +1358,8 @@ impl Xfer {
     fn resolve(&self, dest: fi_addr_t) -> Result<Address> {
         let en = self.ep().enabled().ok_or(Error::OPBADSTATE)?;
         let av = en.bindings.av().ok_or(Error::NOAV)?;
-        match av.peer(dest) {
-            Some(p) => Ok(p.addr),
+        match av.addr_of(dest) {
+            Some(a) => Ok(a),
             None => {
                 crate::ox_log!(
                     Warn,
