@@ -1670,7 +1670,7 @@ impl Xfer {
                 return Err(Error::AGAIN);
             }
             rx.posted.push_back(recv);
-            self.posted_recvs.fetch_add(1, Ordering::AcqRel);
+            self.posted_recvs.store(rx.posted.len(), Ordering::Release);
             return Ok(());
         }
         // A multi-receive buffer is posted only when no waiting message
@@ -1686,7 +1686,7 @@ impl Xfer {
                 .position(|u| u.claim.is_none() && matches(&recv, &u.w));
             let Some(i) = found else {
                 rx.posted.push_back(recv);
-                self.posted_recvs.fetch_add(1, Ordering::AcqRel);
+                self.posted_recvs.store(rx.posted.len(), Ordering::Release);
                 return Ok(());
             };
             let len = rx.unexpected[i].w.len;
@@ -1804,7 +1804,7 @@ impl Xfer {
             return;
         };
         let r = rx.posted.remove(i).unwrap_or_else(|| unreachable!());
-        self.posted_recvs.fetch_sub(1, Ordering::AcqRel);
+        self.posted_recvs.store(rx.posted.len(), Ordering::Release);
         drop(rx);
         if let Some(m) = r.multi.as_ref() {
             let alone = m.release();
@@ -2806,13 +2806,14 @@ impl Xfer {
                 break None;
             };
             if rx.posted[i].multi.is_none() {
-                self.posted_recvs.fetch_sub(1, Ordering::AcqRel);
-                break rx.posted.remove(i);
+                let r = rx.posted.remove(i);
+                self.posted_recvs.store(rx.posted.len(), Ordering::Release);
+                break r;
             }
             let (piece, released) = self.take_piece(&rx.posted[i], w.len);
             if released {
                 rx.posted.remove(i);
-                self.posted_recvs.fetch_sub(1, Ordering::AcqRel);
+                self.posted_recvs.store(rx.posted.len(), Ordering::Release);
             }
             if piece.is_some() {
                 break piece;
