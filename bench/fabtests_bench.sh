@@ -129,6 +129,14 @@ if [ -n "${UPSTREAM_PREFIX:-}" ]; then
 	libs+=("upstream-${v:-new}|$UPSTREAM_PREFIX/lib|shm")
 fi
 
+# Spinning benchmarks on a small machine are only as good as its quiet:
+# what else ran is said next to the figures.
+busy() { ps -eo pcpu=,comm= --sort=-pcpu | awk -v me="$$" '$1 > 20 { printf "%s(%s%%) ", $2, $1 }' | head -c 200; }
+load0=$(cut -d' ' -f1 /proc/loadavg)
+others=$(busy)
+if [ -n "$others" ]; then
+	echo "fabtests_bench: WARNING: other work is running ($others); the figures will be noisy" >&2
+fi
 : >"$OUT/raw.tsv"
 for ((r = 1; r <= ROUNDS; r++)); do
 	order=("${libs[@]}")
@@ -148,6 +156,7 @@ done
 
 names=()
 for l in "${libs[@]}"; do names+=("${l%%|*}"); done
+echo "fabtests_bench: load average $load0 at the start, $(cut -d' ' -f1 /proc/loadavg) at the end${others:+; other work at the start: $others}"
 python3 - "$OUT/raw.tsv" "${names[@]}" <<'EOF' | tee "$OUT/fabtests.md"
 import sys, statistics, collections
 raw, libs = sys.argv[1], sys.argv[2:]

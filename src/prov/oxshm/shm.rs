@@ -130,7 +130,8 @@ pub struct Header {
     fd_armed: AtomicU32,
     /// 1 when the owner issues an asymmetric fence ([`heavy_fence`]) before
     /// it sleeps: senders registered for it then publish without a fence
-    /// of their own.
+    /// of their own. Cleared for good when the owner first sleeps on its
+    /// wake-up socket ([`Segment::arm`]).
     asym: AtomicU32,
     _pad0: [u8; 4],
     /// The address of this word in the owner's address space: a peer
@@ -714,8 +715,17 @@ impl Segment {
         } else {
             ARM_REQUEST
         };
+        // An owner that sleeps on its socket has its senders fence: each of
+        // its sleeps then costs a plain fence, not a membarrier(2) that
+        // interrupts every CPU running an oxshm process. The switch itself
+        // takes one membarrier, so that no sender still skipping its fence
+        // is missed.
+        if h.asym.load(Ordering::Relaxed) != 0 {
+            h.asym.store(0, Ordering::SeqCst);
+            heavy_fence();
+        }
         h.fd_armed.store(bits, Ordering::SeqCst);
-        heavy_fence();
+        fence(Ordering::SeqCst);
         if self.pending() {
             h.fd_armed.store(0, Ordering::Relaxed);
             return false;
@@ -822,7 +832,11 @@ impl Segment {
         let h = self.header();
         let bell = h.bell.load(Ordering::Acquire);
         h.sleeping.store(1, Ordering::SeqCst);
-        heavy_fence();
+        if h.asym.load(Ordering::Relaxed) != 0 {
+            heavy_fence();
+        } else {
+            fence(Ordering::SeqCst);
+        }
         if !self.pending() {
             futex_wait(&h.bell, bell, timeout);
         }
