@@ -200,6 +200,11 @@ fn ep_insert(ep: usize, hook: usize) -> bool {
     false
 }
 
+fn ep_remove_locked(ep: usize) {
+    let _st = state();
+    ep_remove(ep);
+}
+
 /// Removes an endpoint (the caller holds the state lock).
 fn ep_remove(ep: usize) {
     let h = ep_home(ep);
@@ -567,7 +572,7 @@ pub unsafe extern "C" fn oxshim_rs_ep_close(_ra: *mut c_void, fid: *mut fid) -> 
         };
         // Out of the table first: once closed, the address may be reused
         // by an endpoint another thread opens.
-        ep_remove(ep as usize);
+        ep_remove_locked(ep as usize);
         // SAFETY: restore, forward, reinstall if the provider keeps it.
         let rc = unsafe {
             uninstall(h);
