@@ -6,7 +6,8 @@
 #    code, and the finding in the JSON report with its count and call site;
 #    for the data-path descs also that a refused call reached nothing (no
 #    completion, no data moved), a correct run of every kind of transfer
-#    with zero findings, and OXSHIM_DATAPATH=0;
+#    with zero findings, and OXSHIM_DATAPATH=0; munmap and
+#    madvise(MADV_DONTNEED) of memory under an open MR;
 #  - a clean run of each, and one with OXSHIM_MODE=off (nothing patched,
 #    no report);
 #  - a double close and a clean run on Debian's shm, sockets and udp;ofi_rxd;
@@ -51,12 +52,13 @@ expected() {
 	echo fi_fabric@FABRIC_1.0
 	echo fi_fabric@@FABRIC_1.1
 	echo fi_fabric2@@FABRIC_1.8
+	for f in munmap mremap madvise brk sbrk; do echo "$f@@GLIBC_2.2.5"; done
 }
 objdump -T "$SHIM" | awk '$0 !~ /\*UND\*/ && $0 !~ /\*ABS\*/ && NF >= 7 {
 	v = $(NF-1); n = $NF
 	if (v ~ /^\(/) { gsub(/[()]/, "", v); print n "@" v } else print n "@@" v }' |
 	sort >"$OUT/exports.txt"
-t="exports: the wrapped API at FABRIC_1.0..1.8, nothing else"
+t="exports: the wrapped API at FABRIC_1.0..1.8, the memory calls at libc's version, nothing else"
 if diff <(expected | sort) "$OUT/exports.txt" >"$OUT/exports.diff"; then ok "$t"; else bad "$t" "$OUT/exports.diff"; fi
 
 # Built against Debian's headers and library: a binary made for upstream.
@@ -134,6 +136,15 @@ for stack in tcp oxshm; do
 					{ [ $kind = desc_missing ] || jq -e '.findings[0].mr.registered_at | contains("reg_on")' \
 						"$REPORT" >/dev/null; }; then ok "$t"; else bad "$t" "$LOG"; fi
 			fi
+		done
+
+		# Pages under an open MR unmapped or dropped: reported with the
+		# MR and the call's site; the call itself succeeds in every mode.
+		for c in unmapped dontneed; do
+			t="$stack $mode $c: the call succeeds, 1 live_mr_unmapped at misuse_$c, nothing else"
+			if run $stack $mode $c 0 && finding "$REPORT" live_mr_unmapped 1 misuse_$c &&
+				jq -e '(.findings | length == 1) and (.findings[0].mr.registered_at | contains("reg_on"))' \
+					"$REPORT" >/dev/null; then ok "$t"; else bad "$t" "$LOG"; fi
 		done
 
 		t="$stack $mode leak: 2 leaked_mr at reg, listed with their site"

@@ -16,7 +16,9 @@
  * the buffer), desc_closed (the desc of a closed MR), desc_foreign (an MR
  * of another domain), desc_access (an FI_RECV MR used to send),
  * read_access (an FI_WRITE MR as the local buffer of fi_read, which needs
- * FI_READ), desc_missing (no desc under FI_MR_LOCAL). EXPECT_RC=any
+ * FI_READ), desc_missing (no desc under FI_MR_LOCAL); and unmapped
+ * (munmap of memory under an open MR) and dontneed (madvise(MADV_DONTNEED)
+ * there), whose call succeeds in every mode. EXPECT_RC=any
  * accepts any answer (report mode: the provider's); a data-path case whose
  * call was refused also checks that nothing reached the provider: no
  * completion arrives and the local buffer is unchanged.
@@ -26,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 
 #include <time.h>
@@ -267,6 +270,39 @@ NOINLINE ssize_t misuse_desc_missing(void)
 	return RETRY(fi_send(ep, sbuf, 64, NULL, self, NULL));
 }
 
+NOINLINE int misuse_unmapped(void *p, size_t len)
+{
+	return munmap(p, len);
+}
+
+NOINLINE int misuse_dontneed(void *p, size_t len)
+{
+	return madvise(p, len, MADV_DONTNEED);
+}
+
+/* An MR over a private mapping whose pages go while it is open. */
+static int unmap_case(const char *c)
+{
+	size_t len = 64 * 1024;
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct fid_mr *mr;
+	int rc;
+
+	if (p == MAP_FAILED)
+		return -FI_ENOMEM;
+	memset(p, 1, len);
+	mr = reg_on(domain, p, len, FI_SEND | FI_RECV, 30);
+	if (!strcmp(c, "unmapped")) {
+		rc = misuse_unmapped(p, len);
+		fi_close(&mr->fid);
+	} else {
+		rc = misuse_dontneed(p + 4096, 4096);
+		fi_close(&mr->fid);
+		munmap(p, len);
+	}
+	return rc;
+}
+
 /* Correct use of every kind of call: zero findings expected. */
 static int data_clean(void)
 {
@@ -450,6 +486,10 @@ int main(int argc, char **argv)
 	if (!strcmp(c, "clean")) {
 		rc = fi_close(&mr->fid);
 		expect = 0;
+	} else if (!strcmp(c, "unmapped") || !strcmp(c, "dontneed")) {
+		rc = unmap_case(c);
+		expect = 0;
+		fi_close(&mr->fid);
 	} else if (!strcmp(c, "leak")) {
 		/* Left open: the shim lists it at exit. */
 		printf("%s rc=0\n", c);

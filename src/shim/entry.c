@@ -556,3 +556,126 @@ HIDDEN int oxshim_tr_ep_close(struct fid *fid)
 {
 	return oxshim_rs_ep_close(RA, fid);
 }
+
+/* ------------------------------------------ memory under a live MR ------ */
+
+/*
+ * munmap, mremap, madvise, brk and sbrk, interposed (the shim is preloaded
+ * ahead of libc; shim.map gives them libc's symbol version, which the
+ * program's references name). Each forwards the call, and when it
+ * succeeded tells the Rust side which range lost its pages, with the
+ * caller's address; src/shim/unmap.rs reports the live MRs over it.
+ * libc's own calls (free() of a large block unmaps it from inside libc)
+ * do not pass through here.
+ */
+#include <stdarg.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+enum { UNMAP_MUNMAP, UNMAP_MREMAP, UNMAP_MADVISE, UNMAP_BRK, UNMAP_SBRK };
+
+HIDDEN void oxshim_rs_unmap(void *ra, int call, uintptr_t start, uintptr_t end);
+
+static uintptr_t page_up(uintptr_t a)
+{
+	uintptr_t p = (uintptr_t)sysconf(_SC_PAGESIZE);
+
+	return (a + p - 1) & ~(p - 1);
+}
+
+int oxshim_munmap(void *addr, size_t len)
+{
+	long rc = syscall(SYS_munmap, addr, len);
+
+	if (rc == 0)
+		oxshim_rs_unmap(RA, UNMAP_MUNMAP, (uintptr_t)addr, page_up((uintptr_t)addr + len));
+	return (int)rc;
+}
+
+void *oxshim_mremap(void *old, size_t old_size, size_t new_size, int flags, ...)
+{
+	void *new_addr = NULL, *res;
+	va_list ap;
+
+	if (flags & MREMAP_FIXED) {
+		va_start(ap, flags);
+		new_addr = va_arg(ap, void *);
+		va_end(ap);
+	}
+	res = (void *)syscall(SYS_mremap, old, old_size, new_size, flags, new_addr);
+	if (res != MAP_FAILED) {
+		uintptr_t o = (uintptr_t)old;
+
+		if (res != old)
+			oxshim_rs_unmap(RA, UNMAP_MREMAP, o, page_up(o + old_size));
+		else if (new_size < old_size)
+			oxshim_rs_unmap(RA, UNMAP_MREMAP, page_up(o + new_size), page_up(o + old_size));
+	}
+	return res;
+}
+
+int oxshim_madvise(void *addr, size_t len, int advice)
+{
+	int rc = (int)syscall(SYS_madvise, addr, len, advice);
+
+	/* The advices after which the pages read back as new (zeroes). */
+	if (rc == 0 && (advice == MADV_DONTNEED || advice == MADV_FREE || advice == MADV_REMOVE))
+		oxshim_rs_unmap(RA, UNMAP_MADVISE, (uintptr_t)addr, page_up((uintptr_t)addr + len));
+	return rc;
+}
+
+/* brk and sbrk keep libc's idea of the break: libc's own are called. */
+typedef int (*brk_fn)(void *);
+typedef void *(*sbrk_fn)(intptr_t);
+
+static sbrk_fn real_sbrk(void)
+{
+	static sbrk_fn f;
+
+	if (!f)
+		f = (sbrk_fn)dlsym(RTLD_NEXT, "sbrk");
+	return f;
+}
+
+int oxshim_brk(void *addr)
+{
+	static brk_fn f;
+	sbrk_fn s = real_sbrk();
+	void *old;
+	int rc;
+
+	if (!f)
+		f = (brk_fn)dlsym(RTLD_NEXT, "brk");
+	if (!f || !s) {
+		errno = ENOSYS;
+		return -1;
+	}
+	old = s(0);
+	rc = f(addr);
+	if (rc == 0 && (uintptr_t)addr < (uintptr_t)old)
+		oxshim_rs_unmap(RA, UNMAP_BRK, page_up((uintptr_t)addr), page_up((uintptr_t)old));
+	return rc;
+}
+
+void *oxshim_sbrk(intptr_t increment)
+{
+	sbrk_fn s = real_sbrk();
+	void *old;
+
+	if (!s) {
+		errno = ENOSYS;
+		return (void *)-1;
+	}
+	old = s(increment);
+	if (old != (void *)-1 && increment < 0)
+		oxshim_rs_unmap(RA, UNMAP_SBRK, page_up((uintptr_t)old + increment),
+				page_up((uintptr_t)old));
+	return old;
+}
+
+__asm__(".symver oxshim_munmap, munmap@@GLIBC_2.2.5");
+__asm__(".symver oxshim_mremap, mremap@@GLIBC_2.2.5");
+__asm__(".symver oxshim_madvise, madvise@@GLIBC_2.2.5");
+__asm__(".symver oxshim_brk, brk@@GLIBC_2.2.5");
+__asm__(".symver oxshim_sbrk, sbrk@@GLIBC_2.2.5");

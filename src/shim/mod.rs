@@ -23,6 +23,7 @@ pub mod eq;
 pub mod mr;
 pub mod objects;
 pub mod report;
+pub mod unmap;
 
 use crate::abi::errno::FI_EOTHER;
 use libc::{c_int, c_void};

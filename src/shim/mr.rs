@@ -246,6 +246,7 @@ unsafe fn wrap(
         orphaned: AtomicBool::new(false),
         dslot: AtomicUsize::new(0),
     };
+    super::unmap::ANY_MR.store(true, Ordering::Relaxed);
     let mut st = state();
     let w = match st.spare.pop() {
         // SAFETY: a spare is a wrapper evicted from quarantine, which

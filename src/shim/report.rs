@@ -28,6 +28,8 @@ pub enum Kind {
     DescClosedMr,
     /// No desc on a transfer that needs one (FI_MR_LOCAL).
     DescMissing,
+    /// Pages under an open MR unmapped, remapped or dropped.
+    UnmappedLiveMr,
 }
 
 impl Kind {
@@ -42,6 +44,7 @@ impl Kind {
             Kind::DescForeignDomain => "desc_foreign_domain",
             Kind::DescClosedMr => "desc_closed_mr",
             Kind::DescMissing => "desc_missing",
+            Kind::UnmappedLiveMr => "live_mr_unmapped",
         }
     }
 }
