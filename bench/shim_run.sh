@@ -23,6 +23,7 @@ BATCH=${BATCH:-64}
 mkdir -p "$OUT"
 cc -std=c11 -Wall -Wextra -Werror -O2 -o "$OUT/shim_bench" bench/shim_bench.c -lfabric
 
+least() { sort -n | head -1; }
 tenths() { awk -v v="$1" 'BEGIN { printf "%.1f", v / 10 }'; }
 med() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
@@ -49,10 +50,17 @@ for stack in tcp oxshm; do
 		fi
 		echo "result $stack $m $a $b $d $target $verdict"
 	done
-	# Data path, in tenths of a nanosecond per call.
-	a=$(sed -n "s/.*recv_dns=\([0-9]*\).*/\1/p" "$OUT/shim-$stack-without.txt" | med)
-	b=$(sed -n "s/.*recv_dns=\([0-9]*\).*/\1/p" "$OUT/shim-$stack-with.txt" | med)
-	d=$((b - a))
-	verdict=$([ $d -le 250 ] && echo PASS || echo MISS)
-	echo "result $stack recv_ns $(tenths $a) $(tenths $b) $(tenths $d) 25 $verdict"
+	# Data path, in tenths of a nanosecond per call: the median over the
+	# runs, and the least over the runs (on a shared machine, the run
+	# least disturbed by other work; a co-runner moves whole runs between
+	# levels 10-30 ns apart, with or without the shim).
+	for pick in med least; do
+		a=$(sed -n "s/.*recv_dns=\([0-9]*\).*/\1/p" "$OUT/shim-$stack-without.txt" | $pick)
+		b=$(sed -n "s/.*recv_dns=\([0-9]*\).*/\1/p" "$OUT/shim-$stack-with.txt" | $pick)
+		d=$((b - a))
+		verdict=$([ $d -le 250 ] && echo PASS || echo MISS)
+		name=recv_ns
+		[ $pick = least ] && name=recv_ns_least
+		echo "result $stack $name $(tenths $a) $(tenths $b) $(tenths $d) 25 $verdict"
+	done
 done

@@ -725,7 +725,7 @@ fn call_name(call: *const c_char) -> String {
 
 /// One local buffer and its desc; false: a finding was recorded.
 #[allow(clippy::too_many_arguments)]
-#[inline]
+#[inline(always)]
 fn check(
     h: &EpHook,
     ra: usize,
@@ -739,53 +739,78 @@ fn check(
     if len == 0 {
         return true;
     }
-    let dom = h.domain();
     if d.is_null() {
-        if !dom.mr_local || inject {
+        if inject || !h.domain().mr_local {
             return true;
         }
-        let what = format!(
-            "{}: no desc for the {len} bytes at {addr:#x} (FI_MR_LOCAL: local buffers must be registered, {} needed)",
-            call_name(call),
-            need_name(need)
-        );
-        state()
-            .report
-            .finding(Kind::DescMissing, ra, dom.stats, None, what);
+        missing(h, ra, call, addr, len, need);
         return false;
     }
     match desc::judge(d as usize, h.domain as usize, addr, len, need) {
         Verdict::Ok => true,
         Verdict::Unknown => {
-            dom.unknown_descs.fetch_add(1, Ordering::Relaxed);
+            h.domain().unknown_descs.fetch_add(1, Ordering::Relaxed);
             true
         }
         Verdict::Bad(kind, v, n) => {
-            let why = match kind {
-                Kind::DescRange => format!(
-                    "its MR covers {:#x}..{:#x}",
-                    v.addr,
-                    v.addr.wrapping_add(v.len)
-                ),
-                Kind::DescAccess => format!("its MR lacks {}", need_name(need)),
-                Kind::DescForeignDomain => "its MR belongs to another domain".into(),
-                Kind::DescClosedMr => "its MR was closed".into(),
-                _ => String::new(),
-            };
-            let more = if n > 1 {
-                format!(" ({n} MRs share this desc; none fits)")
-            } else {
-                String::new()
-            };
-            let what = format!(
-                "{}: desc {:#x} for the {len} bytes at {addr:#x} ({} needed): {why}{more}",
-                call_name(call),
-                d as usize,
-                need_name(need)
-            );
-            let info = (v.mr != 0).then(|| info_of(v.mr));
-            state().report.finding(kind, ra, dom.stats, info, what);
+            bad(h, ra, call, addr, len, d, need, kind, v, n);
             false
         }
     }
+}
+
+#[cold]
+#[inline(never)]
+fn missing(h: &EpHook, ra: usize, call: *const c_char, addr: usize, len: usize, need: u64) {
+    let what = format!(
+        "{}: no desc for the {len} bytes at {addr:#x} (FI_MR_LOCAL: local buffers must be registered, {} needed)",
+        call_name(call),
+        need_name(need)
+    );
+    state()
+        .report
+        .finding(Kind::DescMissing, ra, h.domain().stats, None, what);
+}
+
+#[cold]
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn bad(
+    h: &EpHook,
+    ra: usize,
+    call: *const c_char,
+    addr: usize,
+    len: usize,
+    d: *mut c_void,
+    need: u64,
+    kind: Kind,
+    v: desc::View,
+    n: usize,
+) {
+    let why = match kind {
+        Kind::DescRange => format!(
+            "its MR covers {:#x}..{:#x}",
+            v.addr,
+            v.addr.wrapping_add(v.len)
+        ),
+        Kind::DescAccess => format!("its MR lacks {}", need_name(need)),
+        Kind::DescForeignDomain => "its MR belongs to another domain".into(),
+        Kind::DescClosedMr => "its MR was closed".into(),
+        _ => String::new(),
+    };
+    let more = if n > 1 {
+        format!(" ({n} MRs share this desc; none fits)")
+    } else {
+        String::new()
+    };
+    let what = format!(
+        "{}: desc {:#x} for the {len} bytes at {addr:#x} ({} needed): {why}{more}",
+        call_name(call),
+        d as usize,
+        need_name(need)
+    );
+    let info = (v.mr != 0).then(|| info_of(v.mr));
+    state()
+        .report
+        .finding(kind, ra, h.domain().stats, info, what);
 }
