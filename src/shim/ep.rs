@@ -597,6 +597,9 @@ pub unsafe extern "C" fn oxshim_rs_ep_close(_ra: *mut c_void, fid: *mut fid) -> 
 
 // ------------------------------------------------------------ data path --
 
+/// The most iovs of one call that the shim reads.
+const MAX_IOV: usize = 256;
+
 const SEG_BUF: u16 = 0;
 const SEG_IOV: u16 = 1;
 const SEG_IOC: u16 = 2;
@@ -666,7 +669,9 @@ unsafe fn check_segs(
                 let (len, _) = elems(s.n, s.datatype);
                 ok &= check(h, ra, call, s.ptr as usize, len, s.desc, s.access, inject);
             }
-            SEG_IOV | SEG_IOC if s.n > 0 && !s.ptr.is_null() => {
+            // A count past any provider's iov_limit is the provider's to
+            // refuse; the shim does not read that far into the array.
+            SEG_IOV | SEG_IOC if s.n > 0 && s.n <= MAX_IOV && !s.ptr.is_null() => {
                 let descs = s.desc as *const *mut c_void;
                 for j in 0..s.n {
                     // SAFETY: the caller passes `n` entries, and as many
