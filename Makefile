@@ -46,7 +46,7 @@ $(SHIM_STATICLIB): FORCE
 
 $(SHIM): $(SHIM_STATICLIB) shim.map src/shim/entry.c
 	@mkdir -p $(BUILD)
-	$(CC) -shared -fPIC -O2 -Wall -Wextra -o $@ src/shim/entry.c $(SHIM_STATICLIB) \
+	$(CC) -shared -fPIC -O2 -Wall -Wextra -Iinclude -o $@ src/shim/entry.c $(SHIM_STATICLIB) \
 		-Wl,--version-script=shim.map -Wl,-soname,liboxfabric-shim.so \
 		-Wl,--gc-sections -Wl,-z,defs -lpthread -ldl -lm -lgcc_s -lc
 
@@ -109,6 +109,7 @@ lint:
 test-rust: deps
 	OXFABRIC_LAYOUT_2_1=$(abspath $(UPSTREAM))/2.1/include OXFABRIC_LAYOUT_1_17=/usr/include \
 		$(CARGO) test --workspace
+	$(CARGO) test --release --features shim --lib --target-dir target/shim shim::
 
 test-layout: deps
 	OXFABRIC_LAYOUT_2_1=$(abspath $(UPSTREAM))/2.1/include OXFABRIC_LAYOUT_1_17=/usr/include \

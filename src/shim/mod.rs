@@ -4,10 +4,11 @@
 //! The shim exports the global API at libfabric's symbol versions
 //! (`entry.c`, `shim.map`) and reaches the next libfabric with
 //! `dlvsym(RTLD_NEXT, name, version)`. The application keeps the provider's
-//! fabric and domain objects, whose ops pointers are pointed at per-object
-//! copies with a few slots replaced ([`objects`]); its memory regions are
-//! shim-owned wrappers ([`mr`]) that outlive the provider's close, so a
-//! second close or a use after close is caught. Calls that libfabric makes
+//! fabric, domain and endpoint objects, whose ops pointers are pointed at
+//! per-object copies with a few slots replaced ([`objects`], [`ep`]); its
+//! memory regions are shim-owned wrappers ([`mr`]) that outlive the
+//! provider's close, so a second close or a use after close is caught, and
+//! the descs of data-transfer calls are checked against them ([`desc`]). Calls that libfabric makes
 //! to its own API (rxm opening tcp) are told apart by the object their
 //! return address lies in and passed through, counted apart.
 //!
@@ -16,10 +17,13 @@
 //! where the call can be refused), `off` (patch nothing). `OXSHIM_REPORT`:
 //! a path where a JSON report is written at exit ([`report`]).
 
+pub mod desc;
+pub mod ep;
 pub mod eq;
 pub mod mr;
 pub mod objects;
 pub mod report;
+pub mod unmap;
 
 use crate::abi::errno::FI_EOTHER;
 use libc::{c_int, c_void};
@@ -76,6 +80,10 @@ pub(crate) struct State {
     /// Provider MR -> wrapper, for domains whose registrations complete by
     /// event ([`eq`]).
     pub async_mrs: HashMap<usize, usize>,
+    /// Hooks of closed endpoints, oldest first ([`ep`]).
+    pub ep_quarantine: std::collections::VecDeque<usize>,
+    /// Endpoint hooks past quarantine, reused by the next endpoints.
+    pub ep_spare: Vec<usize>,
 }
 
 // SAFETY: the raw pointers in State name objects that the shim owns or that
@@ -91,6 +99,8 @@ static STATE: Lazy<Mutex<State>> = Lazy::new(|| {
         quarantine: Default::default(),
         spare: Vec::new(),
         async_mrs: HashMap::new(),
+        ep_quarantine: Default::default(),
+        ep_spare: Vec::new(),
     })
 });
 

@@ -13,7 +13,7 @@
 use super::eq::IN_FLIGHT;
 use super::objects::{domain_hook, DomainHook, TableCopy};
 use super::report::{Kind, MrInfo};
-use super::{guard, is_internal, sampled, state, ticks};
+use super::{desc, guard, is_internal, sampled, state, ticks};
 use crate::abi::domain::{fi_mr_attr, fi_ops_mr, fid_domain, fid_mr, FI_MR_DMABUF};
 use crate::abi::errno::{FI_EINVAL, FI_ENOSYS};
 use crate::abi::fabric::{fi_ops, fid, FI_ENABLE, FI_REFRESH};
@@ -43,6 +43,8 @@ pub(crate) struct ShimMr {
     pub slot: AtomicUsize,
     /// Its domain was closed under it: the provider's object is gone.
     pub orphaned: AtomicBool,
+    /// Its slot in the desc map ([`super::desc`]) plus one; 0: none.
+    pub dslot: AtomicUsize,
 }
 
 extern "C" {
@@ -203,11 +205,13 @@ impl Drop for Pending {
 ///
 /// # Safety
 /// `real` is the provider's new MR on `h`'s domain.
+#[allow(clippy::too_many_arguments)]
 unsafe fn wrap(
     h: &DomainHook,
     real: *mut fid_mr,
     addr: usize,
     len: usize,
+    exact: bool,
     access: u64,
     ra: usize,
     ns: Option<u64>,
@@ -240,7 +244,9 @@ unsafe fn wrap(
         closed: AtomicBool::new(false),
         slot: AtomicUsize::new(0),
         orphaned: AtomicBool::new(false),
+        dslot: AtomicUsize::new(0),
     };
+    super::unmap::ANY_MR.store(true, Ordering::Relaxed);
     let mut st = state();
     let w = match st.spare.pop() {
         // SAFETY: a spare is a wrapper evicted from quarantine, which
@@ -253,8 +259,22 @@ unsafe fn wrap(
         None => Box::into_raw(Box::new(value)),
     };
     let slot = st.report.domains[h.stats].registered(w as usize, len as u64, ns);
+    let dslot = desc::insert(
+        mem_desc as usize,
+        addr,
+        len,
+        exact,
+        access,
+        h as *const DomainHook as usize,
+        w as usize,
+        forget_slot,
+    );
     // SAFETY: w is not yet visible to the application.
-    unsafe { (*w).slot.store(slot, Ordering::Relaxed) };
+    unsafe {
+        (*w).slot.store(slot, Ordering::Relaxed);
+        (*w).dslot
+            .store(dslot.map_or(0, |i| i + 1), Ordering::Relaxed);
+    }
     w as *mut fid_mr
 }
 
@@ -305,7 +325,7 @@ pub unsafe extern "C" fn oxshim_rs_mr_reg(
             }
         };
         // SAFETY: `mr` is the caller's output pointer, written by `call`.
-        unsafe { register(h, ra, mr, access, call, || (buf as usize, len)) }
+        unsafe { register(h, ra, mr, access, call, || (buf as usize, len, true)) }
     })
 }
 
@@ -322,7 +342,7 @@ unsafe fn register(
     mr: *mut *mut fid_mr,
     access: u64,
     call: impl Fn() -> c_int,
-    span: impl FnOnce() -> (usize, usize),
+    span: impl FnOnce() -> (usize, usize, bool),
 ) -> c_int {
     if h.internal || is_internal(ra as usize) {
         h.internal_regs.fetch_add(1, Ordering::Relaxed);
@@ -336,11 +356,11 @@ unsafe fn register(
         refused(h);
         return rc;
     }
-    let (addr, len) = span();
+    let (addr, len, exact) = span();
     // SAFETY: the provider wrote its MR to *mr.
     unsafe {
         let real = *mr;
-        *mr = wrap(h, real, addr, len, access, ra as usize, ns);
+        *mr = wrap(h, real, addr, len, exact, access, ra as usize, ns);
         pending.done(real, *mr);
     }
     0
@@ -394,17 +414,25 @@ pub unsafe extern "C" fn oxshim_rs_mr_regv(
     })
 }
 
-/// First address and total length of an iov list.
+/// First address and total length of an iov list, and whether the iovs
+/// lie end to end (only then is the span the registered memory).
 ///
 /// # Safety
 /// `iov` holds `count` readable entries (or count is 0).
-unsafe fn iov_span(iov: *const iovec, count: usize) -> (usize, usize) {
+unsafe fn iov_span(iov: *const iovec, count: usize) -> (usize, usize, bool) {
     if iov.is_null() || count == 0 {
-        return (0, 0);
+        return (0, 0, true);
     }
     // SAFETY: per the contract.
     let v = unsafe { std::slice::from_raw_parts(iov, count) };
-    (v[0].iov_base as usize, v.iter().map(|e| e.iov_len).sum())
+    let exact = v
+        .windows(2)
+        .all(|w| (w[0].iov_base as usize).wrapping_add(w[0].iov_len) == w[1].iov_base as usize);
+    (
+        v[0].iov_base as usize,
+        v.iter().map(|e| e.iov_len).sum(),
+        exact,
+    )
 }
 
 /// domain->mr->regattr; a wrapper given as `base_mr` is unwrapped.
@@ -462,19 +490,22 @@ pub unsafe extern "C" fn oxshim_rs_mr_regattr(
             refused(h);
             return rc;
         }
-        let (addr, len, access) = if attr.is_null() || flags & FI_MR_DMABUF != 0 {
-            (0, 0, 0)
+        let (addr, len, exact, access) = if attr.is_null() {
+            (0, 0, false, 0)
+        } else if flags & FI_MR_DMABUF != 0 {
+            // SAFETY: the provider accepted attr.
+            (0, 0, false, unsafe { (*attr).access })
         } else {
             // SAFETY: the provider accepted attr and its iovs.
             unsafe {
-                let (a, l) = iov_span((*attr).__anon_mr_iov.mr_iov, (*attr).iov_count);
-                (a, l, (*attr).access)
+                let (a, l, e) = iov_span((*attr).__anon_mr_iov.mr_iov, (*attr).iov_count);
+                (a, l, e, (*attr).access)
             }
         };
         // SAFETY: the provider wrote its MR to *mr.
         unsafe {
             let real = *mr;
-            *mr = wrap(h, real, addr, len, access, ra as usize, ns);
+            *mr = wrap(h, real, addr, len, exact, access, ra as usize, ns);
             pending.done(real, *mr);
         }
         0
@@ -512,14 +543,47 @@ unsafe fn wrapper<'a>(fid: *mut fid) -> Option<&'a ShimMr> {
     unsafe { is_shim_mr(fid).then(|| &*(fid as *const ShimMr)) }
 }
 
-/// Copies the provider's desc and key again (bind and enable may set them).
+/// A closed wrapper whose desc slot [`desc::insert`] gave to a new
+/// registration with the same desc.
+fn forget_slot(w: usize) {
+    if w != 0 {
+        // SAFETY: wrappers are never freed.
+        unsafe { &*(w as *const ShimMr) }
+            .dslot
+            .store(0, Ordering::Relaxed);
+    }
+}
+
+/// Copies the provider's desc and key again (bind and enable may set
+/// them); a new desc moves the registration in the desc map.
 fn resync(m: &ShimMr) {
     let w = m as *const ShimMr as *mut ShimMr;
     // SAFETY: the provider's MR is open; the application reads these
     // fields only between its own calls.
-    unsafe {
+    let (old, new) = unsafe {
+        let old = (*w).mr.mem_desc;
         (*w).mr.mem_desc = (*m.real).mem_desc;
         (*w).mr.key = (*m.real).key;
+        (old, (*w).mr.mem_desc)
+    };
+    if old != new {
+        let _st = state();
+        let s = m.dslot.swap(0, Ordering::Relaxed);
+        let exact = s == 0 || desc::exact(s - 1);
+        if s != 0 {
+            desc::remove(s - 1);
+        }
+        let slot = desc::insert(
+            new as usize,
+            m.addr,
+            m.len,
+            exact,
+            m.access,
+            m.domain as usize,
+            w as usize,
+            forget_slot,
+        );
+        m.dslot.store(slot.map_or(0, |i| i + 1), Ordering::Relaxed);
     }
 }
 
@@ -567,9 +631,20 @@ pub unsafe extern "C" fn oxshim_rs_mr_close(ra: *mut c_void, fid: *mut fid) -> c
                 .slot
                 .store(m.slot.load(Ordering::Relaxed), Ordering::Relaxed);
         }
+        let s = m.dslot.load(Ordering::Relaxed);
+        if s != 0 {
+            desc::set_closed(s - 1);
+        }
         st.quarantine.push_back(fid as usize);
         if st.quarantine.len() > QUARANTINE {
             if let Some(old) = st.quarantine.pop_front() {
+                // SAFETY: quarantined wrappers are valid.
+                let s = unsafe { &*(old as *const ShimMr) }
+                    .dslot
+                    .swap(0, Ordering::Relaxed);
+                if s != 0 {
+                    desc::remove(s - 1);
+                }
                 st.spare.push(old);
             }
         }

@@ -1,8 +1,15 @@
 //! Fabrics and domains: the provider's objects stay the application's; the
 //! shim points their `ops`, `fid.ops` and `mr` at per-object copies of the
 //! provider's tables with a few slots replaced. The provider's static
-//! tables are never written, and `domain->ops` is never replaced (some
-//! providers compare it with their own).
+//! tables are never written.
+//!
+//! `domain->ops` is replaced too, by a copy whose endpoint slots are the
+//! shim's, so that the application's endpoints can be hooked for the
+//! data-path checks ([`super::ep`]); except on a domain whose provider
+//! compares `domain->ops` with its own table: upstream's tcp opens a
+//! multiplexed domain for FI_EP_RDM with FI_THREAD_COMPLETION and later
+//! tells it apart by that pointer (xnet_domain_multiplexed). There the
+//! pointer is left alone and the report says the checks are off.
 //!
 //! Each copy ends with one extra word, the address of the hook that owns
 //! it, so that an entry finds its hook from the object alone, without a
@@ -11,11 +18,11 @@
 
 use super::report::{DomainStats, Kind};
 use super::{arm_exit_report, guard, is_internal, next_symbol, state, Mode, MODE};
-use crate::abi::domain::{fi_ops_mr, fid_domain, FI_REG_MR};
+use crate::abi::domain::{fi_ops_domain, fi_ops_mr, fid_domain, FI_REG_MR};
 use crate::abi::errno::{FI_EINVAL, FI_ENOSYS};
 use crate::abi::fabric::{
-    fi_fabric_attr, fi_info, fi_ops, fi_ops_fabric, fid, fid_fabric, FI_CLASS_DOMAIN,
-    FI_CLASS_FABRIC,
+    fi_ep_type, fi_fabric_attr, fi_info, fi_ops, fi_ops_fabric, fi_threading, fid, fid_fabric,
+    FI_CLASS_DOMAIN, FI_CLASS_FABRIC, FI_LOCAL_MR, FI_MR_LOCAL,
 };
 use libc::{c_int, c_void};
 use once_cell::sync::Lazy;
@@ -110,8 +117,17 @@ pub(crate) struct DomainHook {
     pub domain: *mut fid_domain,
     pub orig_mr: *mut fi_ops_mr,
     pub orig_fid_ops: *mut fi_ops,
+    pub orig_ops: *mut fi_ops_domain,
     mr_ops: Option<TableCopy>,
     fid_ops: TableCopy,
+    /// `domain->ops` with the endpoint slots replaced; None where the
+    /// data-path checks are off for this domain.
+    ops: Option<TableCopy>,
+    /// Local buffers must be registered (FI_MR_LOCAL, or the older
+    /// FI_LOCAL_MR mode bit): a transfer without a desc is a misuse.
+    pub mr_local: bool,
+    /// Descs used on its endpoints that no registration the shim knows has.
+    pub unknown_descs: AtomicU64,
     /// Opened by libfabric itself: every call on it is passed through.
     pub internal: bool,
     /// The fabric's api_version (which fi_mr_attr fields exist).
@@ -438,7 +454,7 @@ unsafe fn hook_domain(
         return;
     }
     // SAFETY: the attributes, where present, are the provider's valid ones.
-    let (provider, name, mr_mode) = unsafe {
+    let (provider, name, mr_mode, mode, ep_type, threading) = unsafe {
         let fa = if info.is_null() {
             std::ptr::null_mut()
         } else {
@@ -461,23 +477,39 @@ unsafe fn hook_domain(
                 c_text((*da).name)
             },
             if da.is_null() { 0 } else { (*da).mr_mode },
+            if info.is_null() { 0 } else { (*info).mode },
+            if info.is_null() || (*info).ep_attr.is_null() {
+                u32::MAX
+            } else {
+                (*(*info).ep_attr).r#type
+            },
+            if da.is_null() {
+                u32::MAX
+            } else {
+                (*da).threading
+            },
         )
     };
+    let datapath_off = datapath_off(internal, &provider, ep_type, threading);
     let mut st = state();
     let stats = st.report.domains.len();
-    st.report
-        .domains
-        .push(DomainStats::new(provider, name, internal, mr_mode));
+    let mut stats_rec = DomainStats::new(provider, name, internal, mr_mode);
+    stats_rec.datapath_off = datapath_off.clone();
+    st.report.domains.push(stats_rec);
     // SAFETY: an open domain's fields are readable.
-    let (orig_mr, orig_fid_ops) = unsafe { ((*dom).mr, (*dom).fid.ops) };
+    let (orig_mr, orig_fid_ops, orig_ops) = unsafe { ((*dom).mr, (*dom).fid.ops, (*dom).ops) };
     let mut hook = Box::new(DomainHook {
         domain: dom,
         orig_mr,
         orig_fid_ops,
+        orig_ops,
         mr_ops: None,
         fid_ops: TableCopy {
             words: Box::new([]),
         },
+        ops: None,
+        mr_local: mr_mode & FI_MR_LOCAL != 0 || mode & FI_LOCAL_MR != 0,
+        unknown_descs: AtomicU64::new(0),
         internal,
         api_version,
         stats,
@@ -494,6 +526,12 @@ unsafe fn hook_domain(
                 size_of::<fi_ops_mr>(),
                 owner,
             ));
+        }
+        if datapath_off.is_none() && !orig_ops.is_null() {
+            let mut t =
+                TableCopy::new(orig_ops as *const c_void, size_of::<fi_ops_domain>(), owner);
+            super::ep::patch_domain_ops(&mut t);
+            hook.ops = Some(t);
         }
     }
     hook.fid_ops.set(
@@ -520,8 +558,37 @@ unsafe fn install_domain(h: &DomainHook) {
         if let Some(t) = &h.mr_ops {
             (*h.domain).mr = t.ptr();
         }
+        if let Some(t) = &h.ops {
+            (*h.domain).ops = t.ptr();
+        }
     }
 }
+
+/// Why the data-path checks are off on a domain (None: they are on).
+fn datapath_off(internal: bool, provider: &str, ep_type: u32, threading: u32) -> Option<String> {
+    static LOGGED: std::sync::Once = std::sync::Once::new();
+    if internal {
+        return Some("libfabric's own domain".into());
+    }
+    if !*DATAPATH {
+        return Some("OXSHIM_DATAPATH=0".into());
+    }
+    if provider == "tcp"
+        && ep_type == fi_ep_type::FI_EP_RDM as u32
+        && threading == fi_threading::FI_THREAD_COMPLETION as u32
+    {
+        let why = "tcp opens a multiplexed domain for FI_EP_RDM with FI_THREAD_COMPLETION and \
+                   compares domain->ops with its own table, which the shim therefore leaves alone";
+        LOGGED.call_once(|| eprintln!("oxshim: data-path checks off for a tcp domain: {why}"));
+        return Some(why.into());
+    }
+    None
+}
+
+/// `OXSHIM_DATAPATH=0` turns the data-path checks off (no endpoint is
+/// hooked, `domain->ops` is left alone).
+pub(crate) static DATAPATH: Lazy<bool> =
+    Lazy::new(|| std::env::var("OXSHIM_DATAPATH").map_or(true, |v| v != "0"));
 
 /// domain->fid.ops->close: lists the MRs still open, restores the
 /// provider's tables, forwards, and passes the provider's answer back.
@@ -555,6 +622,9 @@ pub unsafe extern "C" fn oxshim_rs_domain_close(ra: *mut c_void, fid: *mut fid) 
         let rc = unsafe {
             (*dom).mr = h.orig_mr;
             (*dom).fid.ops = h.orig_fid_ops;
+            if h.ops.is_some() {
+                (*dom).ops = h.orig_ops;
+            }
             let rc = close(fid);
             if rc != 0 {
                 install_domain(h);
@@ -592,4 +662,23 @@ unsafe extern "C" fn domain_bind(fid: *mut fid, bfid: *mut fid, flags: u64) -> c
         }
         rc
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn datapath_off_where_tcp_compares_domain_ops() {
+        let rdm = fi_ep_type::FI_EP_RDM as u32;
+        let msg = fi_ep_type::FI_EP_MSG as u32;
+        let completion = fi_threading::FI_THREAD_COMPLETION as u32;
+        let domain = fi_threading::FI_THREAD_DOMAIN as u32;
+        assert!(datapath_off(false, "tcp", rdm, completion).is_some());
+        assert!(datapath_off(false, "tcp", rdm, domain).is_none());
+        assert!(datapath_off(false, "tcp", msg, completion).is_none());
+        assert!(datapath_off(false, "tcp;ofi_rxm", rdm, completion).is_none());
+        assert!(datapath_off(false, "oxshm", rdm, completion).is_none());
+        assert!(datapath_off(true, "oxshm", rdm, domain).is_some());
+    }
 }

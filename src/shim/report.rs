@@ -16,6 +16,20 @@ pub enum Kind {
     DomainCloseLive,
     /// An MR still open at exit.
     Leak,
+    /// A data-path desc whose registration does not cover the buffer.
+    DescRange,
+    /// A data-path desc whose registration lacks the access the
+    /// operation needs on the local buffer (FI_SEND, FI_RECV, FI_READ,
+    /// FI_WRITE).
+    DescAccess,
+    /// A data-path desc registered on another domain than the endpoint's.
+    DescForeignDomain,
+    /// A data-path desc of a closed registration.
+    DescClosedMr,
+    /// No desc on a transfer that needs one (FI_MR_LOCAL).
+    DescMissing,
+    /// Pages under an open MR unmapped, remapped or dropped.
+    UnmappedLiveMr,
 }
 
 impl Kind {
@@ -25,6 +39,12 @@ impl Kind {
             Kind::ClosedMrUse => "closed_mr_use",
             Kind::DomainCloseLive => "domain_close_live_mrs",
             Kind::Leak => "leaked_mr",
+            Kind::DescRange => "desc_out_of_range",
+            Kind::DescAccess => "desc_wrong_access",
+            Kind::DescForeignDomain => "desc_foreign_domain",
+            Kind::DescClosedMr => "desc_closed_mr",
+            Kind::DescMissing => "desc_missing",
+            Kind::UnmappedLiveMr => "live_mr_unmapped",
         }
     }
 }
@@ -140,6 +160,10 @@ pub struct DomainStats {
     pub reg_ns: Hist,
     pub close_ns: Hist,
     pub findings: BTreeMap<Kind, u64>,
+    /// Why the data-path checks are off on this domain (None: on).
+    pub datapath_off: Option<String>,
+    /// Endpoints of the application hooked on it.
+    pub endpoints: u64,
 }
 
 impl DomainStats {
@@ -161,6 +185,8 @@ impl DomainStats {
             reg_ns: Hist::default(),
             close_ns: Hist::default(),
             findings: BTreeMap::new(),
+            datapath_off: None,
+            endpoints: 0,
         }
     }
 
@@ -269,6 +295,7 @@ fn json_mr(m: &MrInfo) -> String {
 pub fn to_json(
     r: &Report,
     internal_regs: &[u64],
+    unknown_descs: &[u64],
     leaks: &[Vec<MrInfo>],
     ns_per_tick: f64,
 ) -> String {
@@ -295,6 +322,7 @@ pub fn to_json(
              \"registrations\": {}, \"internal_registrations\": {}, \"closes\": {}, \"refusals\": {}, \
              \"bytes_registered\": {}, \"peak_live_mrs\": {}, \"peak_live_bytes\": {}, \
              \"reg_ns\": {{\"median\": {}, \"p99\": {}}}, \"close_ns\": {{\"median\": {}, \"p99\": {}}}, \
+             \"datapath_checks\": {}, \"datapath_off_reason\": {}, \"endpoints\": {}, \"unknown_descs\": {}, \
              \"findings\": {{{}}}, \"leaked\": [{}]}}",
             json_str(&d.provider),
             json_str(&d.name),
@@ -312,6 +340,10 @@ pub fn to_json(
             d.reg_ns.quantile_ns(0.99, ns_per_tick),
             d.close_ns.quantile_ns(0.5, ns_per_tick),
             d.close_ns.quantile_ns(0.99, ns_per_tick),
+            d.datapath_off.is_none(),
+            d.datapath_off.as_deref().map_or("null".into(), json_str),
+            d.endpoints,
+            unknown_descs.get(i).copied().unwrap_or(0),
             kinds.join(", "),
             leaked.join(", ")
         );
@@ -367,6 +399,11 @@ pub extern "C" fn at_exit() {
             .iter()
             .map(|h| h.internal_regs.load(std::sync::atomic::Ordering::Relaxed))
             .collect();
+        let unknown_descs: Vec<u64> = st
+            .domains
+            .iter()
+            .map(|h| h.unknown_descs.load(std::sync::atomic::Ordering::Relaxed))
+            .collect();
         let mut leaks = Vec::new();
         for i in 0..st.report.domains.len() {
             let live = st.report.domains[i].live.clone();
@@ -387,7 +424,13 @@ pub extern "C" fn at_exit() {
         if let Ok(path) = std::env::var("OXSHIM_REPORT") {
             // `%p`: the process id, so that each rank of a job has its own.
             let path = path.replace("%p", &std::process::id().to_string());
-            let text = to_json(&st.report, &internal_regs, &leaks, super::ns_per_tick());
+            let text = to_json(
+                &st.report,
+                &internal_regs,
+                &unknown_descs,
+                &leaks,
+                super::ns_per_tick(),
+            );
             if let Err(e) = std::fs::write(&path, text) {
                 eprintln!("oxshim: cannot write {path}: {e}");
             }
