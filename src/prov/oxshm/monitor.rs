@@ -9,9 +9,19 @@
 //!   userfaultfd in write-protect mode, which asks for no fault handling;
 //!   the kernel then reports unmap (munmap, brk/sbrk shrink, mremap's
 //!   source), remove (madvise that drops pages) and remap events. A thread
-//!   reads and applies them; a lookup first waits for the events read so
-//!   far to be applied, so a change made by a call that has returned is
-//!   never missed.
+//!   reads them and queues the ranges; a lookup first waits for the events
+//!   read so far and applies the queue, so a change made by a call that has
+//!   returned is never missed.
+//!
+//! The kernel holds a thread that unmaps or drops a watched range until
+//! the event is *read*. So the reader never waits for anything another
+//! thread may hold while unmapping (a cache's lock: a registration holds it
+//! across mlock and allocations), and never unmaps a watched range itself
+//! while it is the only reader: it only reads and queues, and at exit the
+//! descriptor is closed (which releases every waiter and drops every
+//! registration) before the thread is joined. The thread's own exit unmaps
+//! memory (a sanitizer's alternate signal stack) that an application may
+//! have registered: an address it unmapped and that the runtime reused.
 //! - `memhooks`: see `memhooks.rs`.
 //! - `kdreg2`: used when /dev/kdreg2 exists; oxfabric does not speak its
 //!   interface, so it says so and falls back like an unavailable
@@ -26,11 +36,15 @@
 
 use crate::error::{Error, Result};
 use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 /// A cache that monitors report to.
 pub trait Invalidate: Send + Sync {
     fn invalidate(&self, start: u64, len: u64);
+    /// As `invalidate`, unless the cache is busy (its lock is held, maybe
+    /// by this very thread): then false, and nothing changed.
+    fn try_invalidate(&self, start: u64, len: u64) -> bool;
 }
 
 /// The monitor in force.
@@ -75,8 +89,82 @@ pub fn add_cache(c: Weak<dyn Invalidate>) {
     v.push(c);
 }
 
+/// Changes reported but not applied yet: by the userfaultfd reader, which
+/// never waits for a cache, and by hooks that found a cache busy. The next
+/// lookup (or domain close) applies them.
+static PENDING: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
+static HAS_PENDING: AtomicBool = AtomicBool::new(false);
+/// Held while applying PENDING, so that a lookup that finds the queue
+/// empty knows that everything queued before was applied.
+static APPLY: Mutex<()> = Mutex::new(());
+/// Past this many queued ranges, the queue collapses into the one range
+/// that covers them all: invalidating more than changed costs misses only.
+const PENDING_MAX: usize = 1024;
+
+fn defer(start: u64, len: u64) {
+    let mut q = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+    if q.len() >= PENDING_MAX {
+        let lo = q.iter().map(|r| r.0).min().unwrap_or(start).min(start);
+        let hi = q
+            .iter()
+            .map(|r| r.0.saturating_add(r.1))
+            .max()
+            .unwrap_or(0)
+            .max(start.saturating_add(len));
+        q.clear();
+        q.push((lo, hi - lo));
+    } else {
+        q.push((start, len));
+    }
+    HAS_PENDING.store(true, Ordering::SeqCst);
+}
+
+/// Applies the queued changes to every cache (waits for the caches).
+pub fn apply_pending() {
+    if !HAS_PENDING.load(Ordering::SeqCst) {
+        return;
+    }
+    let _a = APPLY.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let ranges: Vec<(u64, u64)> = {
+            let mut q = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+            if q.is_empty() {
+                HAS_PENDING.store(false, Ordering::SeqCst);
+                return;
+            }
+            q.drain(..).collect()
+        };
+        for (s, l) in ranges {
+            notify(s, l);
+        }
+    }
+}
+
+/// Reports a change from a context that must not wait for a cache (a hook
+/// may run while its own thread holds one): applied at once where every
+/// cache is free, else queued for the next lookup.
+pub fn report(start: u64, len: u64) {
+    let applied = match CACHES.try_lock() {
+        Ok(v) => {
+            let live: Vec<Arc<dyn Invalidate>> = v.iter().filter_map(|w| w.upgrade()).collect();
+            drop(v);
+            // Every cache is tried: one invalidated now serves no stale hit
+            // even before the queue is applied.
+            let mut all = true;
+            for c in &live {
+                all &= c.try_invalidate(start, len);
+            }
+            all
+        }
+        Err(_) => false,
+    };
+    if !applied {
+        defer(start, len);
+    }
+}
+
 /// Reports that `[start, start + len)` changed: every cache invalidates its
-/// pinnings over it.
+/// pinnings over it (waiting for each).
 pub fn notify(start: u64, len: u64) {
     let live: Vec<Arc<dyn Invalidate>> = CACHES
         .lock()
@@ -266,8 +354,9 @@ pub fn unsubscribe(start: u64, len: u64) {
 /// Applies every change the monitor has been told of (before a lookup).
 pub fn sync() {
     if let Some(Kind::Userfaultfd) = CHOSEN.get() {
-        uffd::wait_applied();
+        uffd::wait_read();
     }
+    apply_pending();
 }
 
 /// Whether the monitor still vouches for a cached range (imported monitors
@@ -307,8 +396,8 @@ mod uffd {
     static WAKE: OnceLock<RawFd> = OnceLock::new();
     static THREAD: Mutex<Option<libc::pthread_t>> = Mutex::new(None);
     static STOPPED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    /// Held while reading and applying events, so that a drain returns only
-    /// after every event read so far has been applied.
+    /// Held while reading events and queueing them, so that a lookup that
+    /// takes it finds every event read so far in the queue.
     static EVENTS: Mutex<()> = Mutex::new(());
 
     pub fn start() -> Result<()> {
@@ -403,10 +492,12 @@ mod uffd {
         }
     }
 
-    /// At exit: ends the thread (tools that inspect the process at exit,
-    /// such as LeakSanitizer, then find none), and closes the descriptor,
-    /// which drops every registration, so that no later unmap waits for a
-    /// reader.
+    /// At exit: closes the descriptor, which drops every registration and
+    /// releases every thread waiting for its event to be read, then ends
+    /// the thread (tools that inspect the process at exit, such as
+    /// LeakSanitizer, then find none). In this order because the thread's
+    /// own exit may unmap a watched range (a sanitizer unmaps the thread's
+    /// alternate signal stack), and only it would read that event.
     extern "C" fn stop() {
         let (Some(&fd), Some(&wake)) = (FD.get(), WAKE.get()) else {
             return;
@@ -417,27 +508,29 @@ mod uffd {
         // SAFETY: an 8-byte write to our eventfd.
         unsafe { libc::write(wake, &one as *const u64 as *const libc::c_void, 8) };
         drop(_g);
+        // SAFETY: our descriptor; nothing reads or registers through it
+        // once STOPPED is set, and the reader's poll sees the eventfd.
+        unsafe { libc::close(fd) };
         if let Some(t) = THREAD.lock().unwrap_or_else(|e| e.into_inner()).take() {
             // SAFETY: our thread, joined once.
             unsafe { libc::pthread_join(t, std::ptr::null_mut()) };
         }
-        // SAFETY: our descriptors; nothing uses them once STOPPED is set.
-        unsafe {
-            libc::close(fd);
-            libc::close(wake);
-        }
+        // SAFETY: our descriptor, no longer polled.
+        unsafe { libc::close(wake) };
     }
 
-    /// Waits until every event read so far is applied. The kernel lets an
+    /// Waits until every event read so far is queued. The kernel lets an
     /// unmapping call return only once its event is read, and the reader
-    /// holds EVENTS from before the read until the event is applied: so
-    /// after this, every change made by a call that has returned is in the
-    /// caches (no system call needed).
-    pub fn wait_applied() {
+    /// holds EVENTS from before the read until the event is queued: so
+    /// after this and [`apply_pending`], every change made by a call that
+    /// has returned is in the caches (no system call needed).
+    pub fn wait_read() {
         drop(EVENTS.lock().unwrap_or_else(|e| e.into_inner()));
     }
 
-    /// Reads and applies every pending event.
+    /// Reads every pending event and queues its range. Nothing here waits
+    /// for a cache: a thread may hold a cache's lock while its unmap waits
+    /// for this read.
     fn drain() {
         let Some(&fd) = FD.get() else { return };
         let _g = EVENTS.lock().unwrap_or_else(|e| e.into_inner());
@@ -454,10 +547,8 @@ mod uffd {
             for m in buf[..(n as usize / 8)].chunks_exact(4) {
                 let event = (m[0] & 0xff) as u8;
                 match event {
-                    EVENT_UNMAP | EVENT_REMOVE => {
-                        notify(m[1], m[2].saturating_sub(m[1]));
-                    }
-                    EVENT_REMAP => notify(m[1], m[3]),
+                    EVENT_UNMAP | EVENT_REMOVE => defer(m[1], m[2].saturating_sub(m[1])),
+                    EVENT_REMAP => defer(m[1], m[3]),
                     _ => {}
                 }
             }
@@ -468,8 +559,8 @@ mod uffd {
         let Some(&fd) = FD.get() else {
             return Err(Error::NOSYS);
         };
-        // No EVENTS lock here: this runs under a cache's lock, which the
-        // event path takes inside EVENTS.
+        // No EVENTS lock here: this runs under a cache's lock, and the
+        // reader must never wait for a thread that holds one.
         if STOPPED.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(Error::NOSYS);
         }
