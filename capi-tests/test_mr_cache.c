@@ -481,6 +481,18 @@ static int unknown_monitor(void)
 	return 0;
 }
 
+/* FI_MR_CACHE_MONITOR=kdreg2 without its device: a warning that names the
+ * device and the fallback, and the cache works on that fallback. */
+static int kdreg2_fallback(void)
+{
+	CHECK_OK(capture(hit_after_close));
+	const char *w = strstr(captured, "FI_MR_CACHE_MONITOR=kdreg2: /dev/kdreg2 ");
+	if (!w)
+		fprintf(stderr, "    log:\n%s\n", captured);
+	CHECK(w && strstr(w, "falling back to the userfaultfd monitor, then memhooks"));
+	return 0;
+}
+
 /* A miss, a hit and an invalidation, then the domain closes. */
 static int some_traffic(void)
 {
@@ -828,6 +840,7 @@ static const struct test_case cases[] = {
 	CASE_ENV(not_cached, PIN " FI_MR_CACHE_MAX_COUNT=0"),
 	CASE_ENV(not_cached, PIN " FI_MR_CACHE_MONITOR=disabled"),
 	CASE_ENV(hit_after_close, PIN " FI_MR_CACHE_MONITOR=kdreg2"),
+	CASE_ENV(kdreg2_fallback, PIN " FI_MR_CACHE_MONITOR=kdreg2 FI_LOG_LEVEL=warn"),
 	CASE_ENV(memlock_limit, UFFD),
 	CASE_ENV(unknown_monitor, PIN " FI_MR_CACHE_MONITOR=nosuch FI_LOG_LEVEL=warn"),
 	CASE_ENV(stats_at_close, UFFD " FI_OXSHM_STATS=1"),

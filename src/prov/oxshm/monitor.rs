@@ -23,9 +23,11 @@
 //! memory (a sanitizer's alternate signal stack) that an application may
 //! have registered: an address it unmapped and that the runtime reused.
 //! - `memhooks`: see `memhooks.rs`.
-//! - `kdreg2`: used when /dev/kdreg2 exists; oxfabric does not speak its
-//!   interface, so it says so and falls back like an unavailable
-//!   userfaultfd.
+//! - `kdreg2`: oxfabric does not implement the kdreg2 device's interface
+//!   (an ioctl ABI it cannot test here), so this choice always falls back
+//!   to userfaultfd, then memhooks. The warning names the device path and
+//!   what was found there (missing, not a character device, not openable,
+//!   or present but not spoken), and the fallback taken.
 //! - `disabled`: no caching.
 //! - an imported `fid_mem_monitor` (fi_import_fid on the "mr_cache" fid):
 //!   replaces the built-in monitor for system memory.
@@ -278,11 +280,9 @@ fn choose() -> Kind {
             return Kind::None;
         }
         Some("kdreg2") => {
-            if std::path::Path::new("/dev/kdreg2").exists() {
-                crate::ox_log!(Warn, Mr, super::NAME, "kdreg2: /dev/kdreg2 exists, but oxfabric does not implement its interface; falling back to userfaultfd, then memhooks");
-            } else {
-                crate::ox_log!(Warn, Mr, super::NAME, "kdreg2: /dev/kdreg2 does not exist (kernel module not loaded); falling back to userfaultfd, then memhooks");
-            }
+            let dev = std::path::Path::new(KDREG2_DEVICE);
+            let line = kdreg2_fallback(dev, &probe_kdreg2(dev));
+            crate::ox_log!(Warn, Mr, super::NAME, "{line}");
             &[Kind::Userfaultfd, Kind::Memhooks]
         }
         Some(other) => {
@@ -323,6 +323,57 @@ fn choose() -> Kind {
         "no memory monitor can run: registrations are not cached"
     );
     Kind::None
+}
+
+/// The device of the kdreg2 kernel module.
+pub const KDREG2_DEVICE: &str = "/dev/kdreg2";
+
+/// What `FI_MR_CACHE_MONITOR=kdreg2` finds at the device path.
+#[derive(Debug, PartialEq, Eq)]
+enum Kdreg2 {
+    /// Nothing there: the module is not loaded.
+    Missing,
+    /// Something that is not a character device: not kdreg2's.
+    NotDevice,
+    /// A character device that cannot be opened (why).
+    Unopenable(String),
+    /// A character device that opens: the module's, as far as can be told
+    /// without speaking its interface.
+    Present,
+}
+
+fn probe_kdreg2(path: &std::path::Path) -> Kdreg2 {
+    use std::os::unix::fs::FileTypeExt;
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Kdreg2::Missing;
+    };
+    if !meta.file_type().is_char_device() {
+        return Kdreg2::NotDevice;
+    }
+    match std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+    {
+        Ok(_) => Kdreg2::Present,
+        Err(e) => Kdreg2::Unopenable(e.to_string()),
+    }
+}
+
+/// The warning of a kdreg2 choice: the device path, what is there, and the
+/// fallback taken (every case falls back: oxfabric does not implement the
+/// kdreg2 interface).
+fn kdreg2_fallback(path: &std::path::Path, found: &Kdreg2) -> String {
+    let p = path.display();
+    let what = match found {
+        Kdreg2::Missing => format!("{p} does not exist (the kdreg2 kernel module is not loaded)"),
+        Kdreg2::NotDevice => format!("{p} is not a character device, so not kdreg2's"),
+        Kdreg2::Unopenable(e) => format!("{p} cannot be opened ({e})"),
+        Kdreg2::Present => {
+            format!("{p} is present, but oxfabric does not implement the kdreg2 interface")
+        }
+    };
+    format!("FI_MR_CACHE_MONITOR=kdreg2: {what}; falling back to the userfaultfd monitor, then memhooks")
 }
 
 /// Watches `[start, start + len)` (page-aligned) for changes.
@@ -588,5 +639,53 @@ mod uffd {
         // SAFETY: UFFDIO_UNREGISTER reads a struct uffdio_range. A range
         // already unmapped fails harmlessly.
         unsafe { libc::ioctl(fd, UFFDIO_UNREGISTER as _, r.as_mut_ptr()) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn kdreg2_missing_device_falls_back() {
+        let p = Path::new("/nonexistent/oxfabric-test/kdreg2");
+        assert_eq!(probe_kdreg2(p), Kdreg2::Missing);
+        let line = kdreg2_fallback(p, &probe_kdreg2(p));
+        assert!(line.contains("/nonexistent/oxfabric-test/kdreg2 does not exist"));
+        assert!(line.contains("falling back to the userfaultfd monitor, then memhooks"));
+    }
+
+    #[test]
+    fn kdreg2_path_that_is_not_a_device_falls_back() {
+        let dir = std::env::temp_dir().join(format!("oxf-kdreg2-{}", std::process::id()));
+        std::fs::write(&dir, b"not a device").unwrap();
+        let found = probe_kdreg2(&dir);
+        std::fs::remove_file(&dir).unwrap();
+        assert_eq!(found, Kdreg2::NotDevice);
+        let line = kdreg2_fallback(&dir, &found);
+        assert!(line.contains("is not a character device"), "{line}");
+        assert!(line.contains("falling back to the userfaultfd monitor"));
+    }
+
+    #[test]
+    fn kdreg2_device_that_opens_is_still_not_spoken() {
+        // A character device that opens (not kdreg2's): oxfabric cannot
+        // tell it from the module's without its interface, and falls back.
+        let p = Path::new("/dev/null");
+        assert_eq!(probe_kdreg2(p), Kdreg2::Present);
+        let line = kdreg2_fallback(p, &Kdreg2::Present);
+        assert!(line.contains("/dev/null is present, but oxfabric does not implement"));
+        assert!(line.contains("falling back"));
+    }
+
+    #[test]
+    fn kdreg2_device_that_cannot_be_opened_falls_back() {
+        let line = kdreg2_fallback(
+            Path::new(KDREG2_DEVICE),
+            &Kdreg2::Unopenable("Permission denied (os error 13)".into()),
+        );
+        assert!(line.contains("/dev/kdreg2 cannot be opened (Permission denied"));
+        assert!(line.contains("falling back to the userfaultfd monitor, then memhooks"));
     }
 }
