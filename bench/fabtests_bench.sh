@@ -2,7 +2,8 @@
 # The field's own benchmarks, oxshm against upstream's shm: fabtests'
 # benchmark programs from upstream's 2.1.0 release, built once against
 # upstream 2.1.0 (shm provider only, from its release source, under
-# build/up21), so that the very same binaries run on both libraries.
+# build/up21: bench/up21.sh), so that the very same binaries run on both
+# libraries.
 #
 # - Each round runs every benchmark on each library in turn (the order
 #   alternates from round to round); the table gives the median of the
@@ -27,21 +28,8 @@ mkdir -p "$OUT"
 
 # ------------------------------------------------------------ builds ----
 
-for t in autoconf automake libtoolize; do
-	command -v $t >/dev/null || { apt-get update -qq &&
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq autoconf automake libtool >/dev/null; break; }
-done
+BUILD=$BUILD bash bench/up21.sh >/dev/null
 src=$(bash ../shared/tools/upstream-libfabric.sh --source "$BUILD/upstream" | tail -1)
-if [ ! -f "$UP/inst/.done" ]; then
-	echo "fabtests_bench: building upstream 2.1.0 (shm only) into $UP/inst"
-	rm -rf "$UP/src" "$UP/inst"
-	mkdir -p "$UP"
-	cp -r "$src" "$UP/src"
-	(cd "$UP/src" && ./autogen.sh && ./configure --prefix="$UP/inst" --enable-only \
-		--enable-shm=yes --disable-static && make -j"$(nproc)" && make install) \
-		>"$UP/build.log" 2>&1 || { tail -20 "$UP/build.log"; exit 1; }
-	touch "$UP/inst/.done"
-fi
 if [ ! -f "$UP/ft/.done" ]; then
 	echo "fabtests_bench: building fabtests 2.1.0 against it into $UP/ft"
 	rm -rf "$UP/ftsrc" "$UP/ft"

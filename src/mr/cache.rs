@@ -32,6 +32,10 @@ pub trait Pinner: Send + Sync {
     /// Releases a pinning. `release` lists the parts of its range that no
     /// other pinning covers: only those may be unlocked or unsubscribed.
     fn unpin(&self, start: u64, len: u64, pin: Self::Pin, release: &[(u64, u64)]);
+    /// A pin of `[start, start + len)` failed: undoes whatever it left
+    /// behind (a monitor's watch) on `release`, the parts of the range that
+    /// no other pinning covers.
+    fn abandon(&self, _start: u64, _len: u64, _release: &[(u64, u64)]) {}
     /// Brings the backend's view of memory up to date before a lookup (a
     /// monitor applies the changes it was told of). Runs without the
     /// cache's lock.
@@ -223,7 +227,19 @@ impl<B: Pinner> Cache<B> {
             }
         }
         g.stats.misses += 1;
-        let pin = self.backend.pin(start, len, write)?;
+        let pin = match self.backend.pin(start, len, write) {
+            Ok(p) => p,
+            Err(e) => {
+                let others: Vec<(u64, u64)> = g
+                    .overlapping(start, end)
+                    .into_iter()
+                    .map(|o| (g.entries[&o].start, g.entries[&o].end()))
+                    .collect();
+                self.backend
+                    .abandon(start, len, &uncovered(start, end, &others));
+                return Err(e);
+            }
+        };
         let id = g.next_id;
         g.next_id += 1;
         g.max_len = g.max_len.max(len);
@@ -277,6 +293,22 @@ impl<B: Pinner> Cache<B> {
     /// many.
     pub fn invalidate(&self, start: u64, len: u64) -> usize {
         let mut g = self.lock();
+        self.invalidate_locked(&mut g, start, len)
+    }
+
+    /// As [`Cache::invalidate`], unless the cache's lock is held (by
+    /// another thread, or by this one): then None, and nothing changed. For
+    /// monitors that report from inside arbitrary calls.
+    pub fn try_invalidate(&self, start: u64, len: u64) -> Option<usize> {
+        let mut g = match self.inner.try_lock() {
+            Ok(g) => g,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        Some(self.invalidate_locked(&mut g, start, len))
+    }
+
+    fn invalidate_locked(&self, g: &mut Inner<B::Pin>, start: u64, len: u64) -> usize {
         let end = start.saturating_add(len);
         let hit: Vec<u64> = g
             .overlapping(start, end)
@@ -287,7 +319,7 @@ impl<B: Pinner> Cache<B> {
             g.stats.invalidations += 1;
             let e = g.entries.get_mut(&id).expect("entry");
             if e.users == 0 {
-                self.remove(&mut g, id);
+                self.remove(g, id);
             } else {
                 e.stale = true;
             }
@@ -426,6 +458,7 @@ mod tests {
     struct Log {
         pins: Mutex<Vec<(u64, u64, bool)>>,
         unpins: Mutex<Vec<Unpin>>,
+        abandons: Mutex<Vec<Vec<(u64, u64)>>>,
         refuse: u64,
     }
 
@@ -444,6 +477,9 @@ mod tests {
                 .lock()
                 .unwrap()
                 .push((start, len, release.to_vec()));
+        }
+        fn abandon(&self, _start: u64, _len: u64, release: &[(u64, u64)]) {
+            self.abandons.lock().unwrap().push(release.to_vec());
         }
     }
 
@@ -580,6 +616,33 @@ mod tests {
     fn refused_pin_changes_nothing() {
         let (c, _) = cache(8, u64::MAX);
         assert_eq!(c.acquire(0xdead_0000, P, true), Err(Error::NOMEM));
+        assert_eq!(c.stats().pinned_regions, 0);
+    }
+
+    #[test]
+    fn refused_pin_abandons_only_uncovered_parts() {
+        let (c, log) = cache(8, u64::MAX);
+        let (a, _) = c.acquire(0xdead_0000 + P, P, true).unwrap();
+        assert!(c.acquire(0xdead_0000, 4 * P, true).is_err());
+        assert_eq!(
+            *log.abandons.lock().unwrap(),
+            vec![vec![(0xdead_0000, P), (0xdead_0000 + 2 * P, 2 * P)]]
+        );
+        c.release(a);
+    }
+
+    #[test]
+    fn try_invalidate_leaves_a_busy_cache_alone() {
+        let (c, _) = cache(8, u64::MAX);
+        let (a, _) = c.acquire(0x100000, 4 * P, true).unwrap();
+        c.release(a);
+        // The lock is held (here by this very thread): nothing changes.
+        assert_eq!(
+            c.with_pin(a, |_, _, _| c.try_invalidate(0x100000, P)),
+            Some(None)
+        );
+        assert_eq!(c.stats().pinned_regions, 1);
+        assert_eq!(c.try_invalidate(0x100000, P), Some(1));
         assert_eq!(c.stats().pinned_regions, 0);
     }
 

@@ -148,6 +148,27 @@ pub(crate) fn merge(mut r: Ranges) -> Ranges {
     out
 }
 
+/// As [`merge`], for `iovs.len() <= buf.len()` (base, length) pieces, into
+/// `buf`: returns how many merged ranges lead it.
+pub(crate) fn merge_small(buf: &mut [(u64, u64)], iovs: &[(u64, u64)]) -> usize {
+    let r = &mut buf[..iovs.len()];
+    for (d, &(b, l)) in r.iter_mut().zip(iovs) {
+        *d = (b, b + l);
+    }
+    r.sort_unstable();
+    let mut n = 0;
+    for i in 0..r.len() {
+        let (s, e) = r[i];
+        if n > 0 && s <= r[n - 1].1 {
+            r[n - 1].1 = r[n - 1].1.max(e);
+        } else {
+            r[n] = (s, e);
+            n += 1;
+        }
+    }
+    n
+}
+
 /// Whether `[s, e)` lies inside one of the merged ranges `m`.
 pub(crate) fn covered(m: &[(u64, u64)], s: u64, e: u64) -> bool {
     let i = m.partition_point(|r| r.0 <= s);
@@ -319,6 +340,12 @@ impl Registry {
         let heap: Ranges;
         let (base, len, pairs): (u64, u64, &[(u64, u64)]) = if req.iovs.len() == 1 {
             (req.iovs[0].0, total, &[])
+        } else if virt && req.iovs.len() <= SMALL_IOVS {
+            // Merged on the stack: a short list allocates nothing.
+            let m = merge_small(&mut small, req.iovs);
+            let bytes = small[..m].iter().map(|r| r.1 - r.0).sum();
+            let pairs: &[(u64, u64)] = if m > 1 { &small[..m] } else { &[] };
+            (small[0].0, bytes, pairs)
         } else if virt {
             heap = merge(req.iovs.iter().map(|&(b, l)| (b, b + l)).collect());
             let bytes = heap.iter().map(|r| r.1 - r.0).sum();

@@ -706,3 +706,24 @@ fn engine_state_is_64_bytes_per_single_iov_region() {
         "{per} B/region"
     );
 }
+
+#[test]
+fn merge_small_agrees_with_merge() {
+    // Pseudo-random short lists of (base, length): overlapping, adjacent,
+    // nested, duplicate and apart.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = |m: u64| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x % m
+    };
+    for _ in 0..20_000 {
+        let n = 1 + next(8) as usize;
+        let iovs: Vec<(u64, u64)> = (0..n).map(|_| (1 + next(64) * 16, 1 + next(48))).collect();
+        let want = merge(iovs.iter().map(|&(b, l)| (b, b + l)).collect());
+        let mut buf = [(0u64, 0u64); 8];
+        let m = merge_small(&mut buf, &iovs);
+        assert_eq!(&buf[..m], &want[..], "{iovs:?}");
+    }
+}

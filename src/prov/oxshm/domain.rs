@@ -306,7 +306,13 @@ impl Domain {
     /// Waits until no remote access that verified before now is still
     /// touching memory (after a region closed).
     pub fn quiesce(&self) {
-        std::sync::atomic::fence(Ordering::SeqCst);
+        // An RMW, not a fence and a load: it reads the latest count, and an
+        // access that enters after it reads what it wrote (its increment is
+        // an RMW too), so it sees the region's close. On x86 a locked add
+        // costs less than the mfence of a SeqCst fence.
+        if self.active.fetch_add(0, Ordering::SeqCst) == 0 {
+            return;
+        }
         let mut spins = 0u32;
         while self.active.load(Ordering::SeqCst) != 0 {
             spins += 1;

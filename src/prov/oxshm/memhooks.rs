@@ -3,6 +3,10 @@
 //! (dl_iterate_phdr) and points their GOT entries for those functions
 //! (JUMP_SLOT and GLOB_DAT relocations) at hooks that report the range to
 //! the caches, then call the real function. libfabric itself is left alone.
+//! A hook may run on a thread that holds a cache's lock (a library's
+//! internal free while libfabric registers): it never waits for a cache,
+//! it queues the range for the next lookup instead
+//! ([`monitor::report`](super::monitor::report)).
 //!
 //! What it cannot see (documented in README.md):
 //! - calls a library makes to its own internals: glibc's free and realloc
@@ -22,7 +26,7 @@ use std::ffi::CStr;
 /// The real functions, called through libfabric's own GOT, which is never
 /// patched.
 unsafe extern "C" fn hook_munmap(addr: *mut c_void, len: size_t) -> c_int {
-    super::monitor::notify(addr as u64, len as u64);
+    super::monitor::report(addr as u64, len as u64);
     // SAFETY: the application's call, passed on unchanged.
     unsafe { libc::munmap(addr, len) }
 }
@@ -35,7 +39,7 @@ unsafe extern "C" fn hook_mremap(
     new_addr: *mut c_void,
 ) -> *mut c_void {
     // The old range loses its pages (moved, or shrunk past new_len).
-    super::monitor::notify(old as u64, old_len as u64);
+    super::monitor::report(old as u64, old_len as u64);
     // SAFETY: the application's call, passed on (new_addr is read by the
     // kernel only with MREMAP_FIXED, as in the variadic original).
     unsafe { libc::mremap(old, old_len, new_len, flags, new_addr) }
@@ -47,7 +51,7 @@ unsafe extern "C" fn hook_madvise(addr: *mut c_void, len: size_t, advice: c_int)
         advice,
         libc::MADV_DONTNEED | libc::MADV_FREE | libc::MADV_REMOVE | MADV_DONTNEED_LOCKED
     ) {
-        super::monitor::notify(addr as u64, len as u64);
+        super::monitor::report(addr as u64, len as u64);
     }
     // SAFETY: the application's call, passed on unchanged.
     unsafe { libc::madvise(addr, len, advice) }
@@ -57,7 +61,7 @@ unsafe extern "C" fn hook_brk(addr: *mut c_void) -> c_int {
     // SAFETY: sbrk(0) only reads the current break.
     let cur = unsafe { libc::sbrk(0) } as u64;
     if (addr as u64) < cur && cur != u64::MAX {
-        super::monitor::notify(addr as u64, cur - addr as u64);
+        super::monitor::report(addr as u64, cur - addr as u64);
     }
     // SAFETY: the application's call, passed on unchanged.
     unsafe { libc::brk(addr) }
@@ -68,7 +72,7 @@ unsafe extern "C" fn hook_sbrk(incr: libc::intptr_t) -> *mut c_void {
         // SAFETY: sbrk(0) only reads the current break.
         let cur = unsafe { libc::sbrk(0) } as u64;
         let n = incr.unsigned_abs() as u64;
-        super::monitor::notify(cur.saturating_sub(n), n);
+        super::monitor::report(cur.saturating_sub(n), n);
     }
     // SAFETY: the application's call, passed on unchanged.
     unsafe { libc::sbrk(incr) }
@@ -80,7 +84,7 @@ unsafe extern "C" fn hook_free(p: *mut c_void) {
         let n = unsafe { libc::malloc_usable_size(p) };
         // Blocks of a page or more may be unmapped or trimmed by the free.
         if n >= 4096 {
-            super::monitor::notify(p as u64, n as u64);
+            super::monitor::report(p as u64, n as u64);
         }
     }
     // SAFETY: the application's call, passed on unchanged.

@@ -9,13 +9,25 @@
 //!   userfaultfd in write-protect mode, which asks for no fault handling;
 //!   the kernel then reports unmap (munmap, brk/sbrk shrink, mremap's
 //!   source), remove (madvise that drops pages) and remap events. A thread
-//!   reads and applies them; a lookup first waits for the events read so
-//!   far to be applied, so a change made by a call that has returned is
-//!   never missed.
+//!   reads them and queues the ranges; a lookup first waits for the events
+//!   read so far and applies the queue, so a change made by a call that has
+//!   returned is never missed.
+//!
+//! The kernel holds a thread that unmaps or drops a watched range until
+//! the event is *read*. So the reader never waits for anything another
+//! thread may hold while unmapping (a cache's lock: a registration holds it
+//! across mlock and allocations), and never unmaps a watched range itself
+//! while it is the only reader: it only reads and queues, and at exit the
+//! descriptor is closed (which releases every waiter and drops every
+//! registration) before the thread is joined. The thread's own exit unmaps
+//! memory (a sanitizer's alternate signal stack) that an application may
+//! have registered: an address it unmapped and that the runtime reused.
 //! - `memhooks`: see `memhooks.rs`.
-//! - `kdreg2`: used when /dev/kdreg2 exists; oxfabric does not speak its
-//!   interface, so it says so and falls back like an unavailable
-//!   userfaultfd.
+//! - `kdreg2`: oxfabric does not implement the kdreg2 device's interface
+//!   (an ioctl ABI it cannot test here), so this choice always falls back
+//!   to userfaultfd, then memhooks. The warning names the device path and
+//!   what was found there (missing, not a character device, not openable,
+//!   or present but not spoken), and the fallback taken.
 //! - `disabled`: no caching.
 //! - an imported `fid_mem_monitor` (fi_import_fid on the "mr_cache" fid):
 //!   replaces the built-in monitor for system memory.
@@ -26,11 +38,15 @@
 
 use crate::error::{Error, Result};
 use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 /// A cache that monitors report to.
 pub trait Invalidate: Send + Sync {
     fn invalidate(&self, start: u64, len: u64);
+    /// As `invalidate`, unless the cache is busy (its lock is held, maybe
+    /// by this very thread): then false, and nothing changed.
+    fn try_invalidate(&self, start: u64, len: u64) -> bool;
 }
 
 /// The monitor in force.
@@ -75,8 +91,82 @@ pub fn add_cache(c: Weak<dyn Invalidate>) {
     v.push(c);
 }
 
+/// Changes reported but not applied yet: by the userfaultfd reader, which
+/// never waits for a cache, and by hooks that found a cache busy. The next
+/// lookup (or domain close) applies them.
+static PENDING: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
+static HAS_PENDING: AtomicBool = AtomicBool::new(false);
+/// Held while applying PENDING, so that a lookup that finds the queue
+/// empty knows that everything queued before was applied.
+static APPLY: Mutex<()> = Mutex::new(());
+/// Past this many queued ranges, the queue collapses into the one range
+/// that covers them all: invalidating more than changed costs misses only.
+const PENDING_MAX: usize = 1024;
+
+fn defer(start: u64, len: u64) {
+    let mut q = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+    if q.len() >= PENDING_MAX {
+        let lo = q.iter().map(|r| r.0).min().unwrap_or(start).min(start);
+        let hi = q
+            .iter()
+            .map(|r| r.0.saturating_add(r.1))
+            .max()
+            .unwrap_or(0)
+            .max(start.saturating_add(len));
+        q.clear();
+        q.push((lo, hi - lo));
+    } else {
+        q.push((start, len));
+    }
+    HAS_PENDING.store(true, Ordering::SeqCst);
+}
+
+/// Applies the queued changes to every cache (waits for the caches).
+pub fn apply_pending() {
+    if !HAS_PENDING.load(Ordering::SeqCst) {
+        return;
+    }
+    let _a = APPLY.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        let ranges: Vec<(u64, u64)> = {
+            let mut q = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+            if q.is_empty() {
+                HAS_PENDING.store(false, Ordering::SeqCst);
+                return;
+            }
+            q.drain(..).collect()
+        };
+        for (s, l) in ranges {
+            notify(s, l);
+        }
+    }
+}
+
+/// Reports a change from a context that must not wait for a cache (a hook
+/// may run while its own thread holds one): applied at once where every
+/// cache is free, else queued for the next lookup.
+pub fn report(start: u64, len: u64) {
+    let applied = match CACHES.try_lock() {
+        Ok(v) => {
+            let live: Vec<Arc<dyn Invalidate>> = v.iter().filter_map(|w| w.upgrade()).collect();
+            drop(v);
+            // Every cache is tried: one invalidated now serves no stale hit
+            // even before the queue is applied.
+            let mut all = true;
+            for c in &live {
+                all &= c.try_invalidate(start, len);
+            }
+            all
+        }
+        Err(_) => false,
+    };
+    if !applied {
+        defer(start, len);
+    }
+}
+
 /// Reports that `[start, start + len)` changed: every cache invalidates its
-/// pinnings over it.
+/// pinnings over it (waiting for each).
 pub fn notify(start: u64, len: u64) {
     let live: Vec<Arc<dyn Invalidate>> = CACHES
         .lock()
@@ -190,11 +280,9 @@ fn choose() -> Kind {
             return Kind::None;
         }
         Some("kdreg2") => {
-            if std::path::Path::new("/dev/kdreg2").exists() {
-                crate::ox_log!(Warn, Mr, super::NAME, "kdreg2: /dev/kdreg2 exists, but oxfabric does not implement its interface; falling back to userfaultfd, then memhooks");
-            } else {
-                crate::ox_log!(Warn, Mr, super::NAME, "kdreg2: /dev/kdreg2 does not exist (kernel module not loaded); falling back to userfaultfd, then memhooks");
-            }
+            let dev = std::path::Path::new(KDREG2_DEVICE);
+            let line = kdreg2_fallback(dev, &probe_kdreg2(dev));
+            crate::ox_log!(Warn, Mr, super::NAME, "{line}");
             &[Kind::Userfaultfd, Kind::Memhooks]
         }
         Some(other) => {
@@ -237,6 +325,57 @@ fn choose() -> Kind {
     Kind::None
 }
 
+/// The device of the kdreg2 kernel module.
+pub const KDREG2_DEVICE: &str = "/dev/kdreg2";
+
+/// What `FI_MR_CACHE_MONITOR=kdreg2` finds at the device path.
+#[derive(Debug, PartialEq, Eq)]
+enum Kdreg2 {
+    /// Nothing there: the module is not loaded.
+    Missing,
+    /// Something that is not a character device: not kdreg2's.
+    NotDevice,
+    /// A character device that cannot be opened (why).
+    Unopenable(String),
+    /// A character device that opens: the module's, as far as can be told
+    /// without speaking its interface.
+    Present,
+}
+
+fn probe_kdreg2(path: &std::path::Path) -> Kdreg2 {
+    use std::os::unix::fs::FileTypeExt;
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Kdreg2::Missing;
+    };
+    if !meta.file_type().is_char_device() {
+        return Kdreg2::NotDevice;
+    }
+    match std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+    {
+        Ok(_) => Kdreg2::Present,
+        Err(e) => Kdreg2::Unopenable(e.to_string()),
+    }
+}
+
+/// The warning of a kdreg2 choice: the device path, what is there, and the
+/// fallback taken (every case falls back: oxfabric does not implement the
+/// kdreg2 interface).
+fn kdreg2_fallback(path: &std::path::Path, found: &Kdreg2) -> String {
+    let p = path.display();
+    let what = match found {
+        Kdreg2::Missing => format!("{p} does not exist (the kdreg2 kernel module is not loaded)"),
+        Kdreg2::NotDevice => format!("{p} is not a character device, so not kdreg2's"),
+        Kdreg2::Unopenable(e) => format!("{p} cannot be opened ({e})"),
+        Kdreg2::Present => {
+            format!("{p} is present, but oxfabric does not implement the kdreg2 interface")
+        }
+    };
+    format!("FI_MR_CACHE_MONITOR=kdreg2: {what}; falling back to the userfaultfd monitor, then memhooks")
+}
+
 /// Watches `[start, start + len)` (page-aligned) for changes.
 pub fn subscribe(start: u64, len: u64) -> Result<()> {
     match kind() {
@@ -266,8 +405,9 @@ pub fn unsubscribe(start: u64, len: u64) {
 /// Applies every change the monitor has been told of (before a lookup).
 pub fn sync() {
     if let Some(Kind::Userfaultfd) = CHOSEN.get() {
-        uffd::wait_applied();
+        uffd::wait_read();
     }
+    apply_pending();
 }
 
 /// Whether the monitor still vouches for a cached range (imported monitors
@@ -307,8 +447,8 @@ mod uffd {
     static WAKE: OnceLock<RawFd> = OnceLock::new();
     static THREAD: Mutex<Option<libc::pthread_t>> = Mutex::new(None);
     static STOPPED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    /// Held while reading and applying events, so that a drain returns only
-    /// after every event read so far has been applied.
+    /// Held while reading events and queueing them, so that a lookup that
+    /// takes it finds every event read so far in the queue.
     static EVENTS: Mutex<()> = Mutex::new(());
 
     pub fn start() -> Result<()> {
@@ -403,10 +543,12 @@ mod uffd {
         }
     }
 
-    /// At exit: ends the thread (tools that inspect the process at exit,
-    /// such as LeakSanitizer, then find none), and closes the descriptor,
-    /// which drops every registration, so that no later unmap waits for a
-    /// reader.
+    /// At exit: closes the descriptor, which drops every registration and
+    /// releases every thread waiting for its event to be read, then ends
+    /// the thread (tools that inspect the process at exit, such as
+    /// LeakSanitizer, then find none). In this order because the thread's
+    /// own exit may unmap a watched range (a sanitizer unmaps the thread's
+    /// alternate signal stack), and only it would read that event.
     extern "C" fn stop() {
         let (Some(&fd), Some(&wake)) = (FD.get(), WAKE.get()) else {
             return;
@@ -417,27 +559,29 @@ mod uffd {
         // SAFETY: an 8-byte write to our eventfd.
         unsafe { libc::write(wake, &one as *const u64 as *const libc::c_void, 8) };
         drop(_g);
+        // SAFETY: our descriptor; nothing reads or registers through it
+        // once STOPPED is set, and the reader's poll sees the eventfd.
+        unsafe { libc::close(fd) };
         if let Some(t) = THREAD.lock().unwrap_or_else(|e| e.into_inner()).take() {
             // SAFETY: our thread, joined once.
             unsafe { libc::pthread_join(t, std::ptr::null_mut()) };
         }
-        // SAFETY: our descriptors; nothing uses them once STOPPED is set.
-        unsafe {
-            libc::close(fd);
-            libc::close(wake);
-        }
+        // SAFETY: our descriptor, no longer polled.
+        unsafe { libc::close(wake) };
     }
 
-    /// Waits until every event read so far is applied. The kernel lets an
+    /// Waits until every event read so far is queued. The kernel lets an
     /// unmapping call return only once its event is read, and the reader
-    /// holds EVENTS from before the read until the event is applied: so
-    /// after this, every change made by a call that has returned is in the
-    /// caches (no system call needed).
-    pub fn wait_applied() {
+    /// holds EVENTS from before the read until the event is queued: so
+    /// after this and [`apply_pending`], every change made by a call that
+    /// has returned is in the caches (no system call needed).
+    pub fn wait_read() {
         drop(EVENTS.lock().unwrap_or_else(|e| e.into_inner()));
     }
 
-    /// Reads and applies every pending event.
+    /// Reads every pending event and queues its range. Nothing here waits
+    /// for a cache: a thread may hold a cache's lock while its unmap waits
+    /// for this read.
     fn drain() {
         let Some(&fd) = FD.get() else { return };
         let _g = EVENTS.lock().unwrap_or_else(|e| e.into_inner());
@@ -454,10 +598,8 @@ mod uffd {
             for m in buf[..(n as usize / 8)].chunks_exact(4) {
                 let event = (m[0] & 0xff) as u8;
                 match event {
-                    EVENT_UNMAP | EVENT_REMOVE => {
-                        notify(m[1], m[2].saturating_sub(m[1]));
-                    }
-                    EVENT_REMAP => notify(m[1], m[3]),
+                    EVENT_UNMAP | EVENT_REMOVE => defer(m[1], m[2].saturating_sub(m[1])),
+                    EVENT_REMAP => defer(m[1], m[3]),
                     _ => {}
                 }
             }
@@ -468,8 +610,8 @@ mod uffd {
         let Some(&fd) = FD.get() else {
             return Err(Error::NOSYS);
         };
-        // No EVENTS lock here: this runs under a cache's lock, which the
-        // event path takes inside EVENTS.
+        // No EVENTS lock here: this runs under a cache's lock, and the
+        // reader must never wait for a thread that holds one.
         if STOPPED.load(std::sync::atomic::Ordering::SeqCst) {
             return Err(Error::NOSYS);
         }
@@ -497,5 +639,53 @@ mod uffd {
         // SAFETY: UFFDIO_UNREGISTER reads a struct uffdio_range. A range
         // already unmapped fails harmlessly.
         unsafe { libc::ioctl(fd, UFFDIO_UNREGISTER as _, r.as_mut_ptr()) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn kdreg2_missing_device_falls_back() {
+        let p = Path::new("/nonexistent/oxfabric-test/kdreg2");
+        assert_eq!(probe_kdreg2(p), Kdreg2::Missing);
+        let line = kdreg2_fallback(p, &probe_kdreg2(p));
+        assert!(line.contains("/nonexistent/oxfabric-test/kdreg2 does not exist"));
+        assert!(line.contains("falling back to the userfaultfd monitor, then memhooks"));
+    }
+
+    #[test]
+    fn kdreg2_path_that_is_not_a_device_falls_back() {
+        let dir = std::env::temp_dir().join(format!("oxf-kdreg2-{}", std::process::id()));
+        std::fs::write(&dir, b"not a device").unwrap();
+        let found = probe_kdreg2(&dir);
+        std::fs::remove_file(&dir).unwrap();
+        assert_eq!(found, Kdreg2::NotDevice);
+        let line = kdreg2_fallback(&dir, &found);
+        assert!(line.contains("is not a character device"), "{line}");
+        assert!(line.contains("falling back to the userfaultfd monitor"));
+    }
+
+    #[test]
+    fn kdreg2_device_that_opens_is_still_not_spoken() {
+        // A character device that opens (not kdreg2's): oxfabric cannot
+        // tell it from the module's without its interface, and falls back.
+        let p = Path::new("/dev/null");
+        assert_eq!(probe_kdreg2(p), Kdreg2::Present);
+        let line = kdreg2_fallback(p, &Kdreg2::Present);
+        assert!(line.contains("/dev/null is present, but oxfabric does not implement"));
+        assert!(line.contains("falling back"));
+    }
+
+    #[test]
+    fn kdreg2_device_that_cannot_be_opened_falls_back() {
+        let line = kdreg2_fallback(
+            Path::new(KDREG2_DEVICE),
+            &Kdreg2::Unopenable("Permission denied (os error 13)".into()),
+        );
+        assert!(line.contains("/dev/kdreg2 cannot be opened (Permission denied"));
+        assert!(line.contains("falling back to the userfaultfd monitor, then memhooks"));
     }
 }

@@ -166,7 +166,7 @@ unsafe extern "C" fn bind(f: *mut fid, bfid: *mut fid, _flags: u64) -> c_int {
 
 unsafe extern "C" fn notify(_m: *mut fid_mem_monitor, addr: *const c_void, len: size_t) {
     let _ = crate::capi::guard("notify", || {
-        monitor::notify(addr as u64, len as u64);
+        monitor::report(addr as u64, len as u64);
         Ok(0)
     });
 }

@@ -163,9 +163,11 @@ impl Pinner for Backend {
         if unsafe { libc::syscall(libc::SYS_mlock, start, len) } != 0 {
             let e = std::io::Error::last_os_error();
             PINNED.fetch_sub(len, Ordering::Relaxed);
-            // An imported monitor gets each subscription back; a
-            // userfaultfd registration is left (another pinning may share
-            // the range; one over no pinning only costs an empty event).
+            // An imported monitor gets each subscription back here; a
+            // userfaultfd registration is undone by `abandon`, for the
+            // parts no other pinning shares (the kernel does not count
+            // them). One left behind would make every unmap of that memory
+            // wait for the monitor's thread, whoever owns the memory now.
             if watched && monitor::kind() == monitor::Kind::Imported {
                 monitor::unsubscribe(start, len);
             }
@@ -206,6 +208,14 @@ impl Pinner for Backend {
         PINNED.fetch_sub(len, Ordering::Relaxed);
     }
 
+    fn abandon(&self, _start: u64, _len: u64, release: &[(u64, u64)]) {
+        if self.caching && monitor::kind() == monitor::Kind::Userfaultfd {
+            for &(s, l) in release {
+                monitor::unsubscribe(s, l);
+            }
+        }
+    }
+
     fn cacheable(&self, pin: &Pinning) -> bool {
         pin.watched
     }
@@ -217,15 +227,28 @@ impl Pinner for Backend {
 
 impl monitor::Invalidate for Cache<Backend> {
     fn invalidate(&self, start: u64, len: u64) {
-        let n = Cache::invalidate(self, start, len);
-        if n > 0 {
-            crate::ox_log!(
-                Debug,
-                Mr,
-                super::NAME,
-                "monitor: 0x{start:x}+{len} changed, {n} pinning(s) invalidated"
-            );
+        log_invalidated(start, len, Cache::invalidate(self, start, len));
+    }
+
+    fn try_invalidate(&self, start: u64, len: u64) -> bool {
+        match Cache::try_invalidate(self, start, len) {
+            Some(n) => {
+                log_invalidated(start, len, n);
+                true
+            }
+            None => false,
         }
+    }
+}
+
+fn log_invalidated(start: u64, len: u64, n: usize) {
+    if n > 0 {
+        crate::ox_log!(
+            Debug,
+            Mr,
+            super::NAME,
+            "monitor: 0x{start:x}+{len} changed, {n} pinning(s) invalidated"
+        );
     }
 }
 
@@ -385,6 +408,11 @@ impl DomainPins {
     }
 
     pub fn close(&self) {
+        if self.cache.limits().enabled() {
+            // Changes still queued count as invalidations, not as pinnings
+            // flushed unused.
+            monitor::sync();
+        }
         self.cache.flush();
         if self.cache.limits().enabled() {
             monitor::domain_closed();
