@@ -74,7 +74,7 @@ enum {
 	MAXG = 64,		/* endpoints in all */
 	SLICE = 128 * 1024,	/* bytes of a window one writer owns (= largest write) */
 	MSG_MAX = 128 * 1024,	/* largest message */
-	INLINE_MAX = 4096,	/* oxshm's ring payload */
+	INLINE_MAX = 16384,	/* oxshm's ring payload */
 	MAX_INFLIGHT = 64,	/* operations in flight per endpoint, at most (-i) */
 	NRECV = 8,		/* receives posted per endpoint, per kind */
 	KEYRING = 64,		/* generations of window keys kept readable */

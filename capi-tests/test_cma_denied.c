@@ -30,7 +30,7 @@ enum { REGION = 5 << 20, MSG = 200 * 1024 };
 
 /* Transfer sizes: just over the inline limit, one ring's worth, several
  * rings' worth, and an odd size that ends mid-piece. */
-static const size_t sizes[] = { 4097, 65536, 1 << 20, (1 << 20) + 13 };
+static const size_t sizes[] = { 16385, 65536, 1 << 20, (1 << 20) + 13 };
 enum { NSIZES = sizeof(sizes) / sizeof(sizes[0]) };
 
 static unsigned char pat(size_t i, unsigned seed)

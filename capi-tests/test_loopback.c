@@ -10,7 +10,7 @@
 #include <rdma/fi_domain.h>
 
 enum { BUF = 1 << 20 };
-static const size_t sizes[] = { 8, 4097, 65536, 300000, BUF };
+static const size_t sizes[] = { 8, 16385, 65536, 300000, BUF };
 enum { NSIZES = sizeof(sizes) / sizeof(sizes[0]) };
 
 /* Inserts `to`'s name into `from`'s AV. */

@@ -44,7 +44,7 @@ static int open_pair(struct peer *p)
 
 /* ------------------------------------------------------------------ sizes */
 
-static const size_t sizes[] = { 0, 1, 100, 4096, 4097, 65536, BIG };
+static const size_t sizes[] = { 0, 1, 100, 16384, 16385, 65536, BIG };
 enum { NSIZES = sizeof(sizes) / sizeof(sizes[0]) };
 
 static int sizes_target(struct peer *p)
@@ -399,11 +399,11 @@ enum { NINJ = 50, INJ_LEN = 64 };
 static int inject_target(struct peer *p)
 {
 	unsigned char (*b)[INJ_LEN + 1] = calloc(NINJ + 1, INJ_LEN + 1);
-	unsigned char *full = calloc(1, 4096);
+	unsigned char *full = calloc(1, 16384);
 	CHECK(b && full);
 	for (int i = 0; i < NINJ; i++)
 		CHECK_OK(fi_recv(p->ep, b[i], INJ_LEN + 1, NULL, FI_ADDR_UNSPEC, &b[i]));
-	CHECK_OK(fi_recv(p->ep, full, 4096, NULL, FI_ADDR_UNSPEC, full));
+	CHECK_OK(fi_recv(p->ep, full, 16384, NULL, FI_ADDR_UNSPEC, full));
 	CHECK_OK(peer_sync(p));
 	int seen[NINJ] = { 0 }, rc = 0;
 	for (int k = 0; k < NINJ + 1 && !rc; k++) {
@@ -413,8 +413,8 @@ static int inject_target(struct peer *p)
 			break;
 		rc = 1;
 		if (e.op_context == full) {
-			CHECK(e.len == 4096);
-			rc = peer_check_fill(full, 4096, 9);
+			CHECK(e.len == 16384);
+			rc = peer_check_fill(full, 16384, 9);
 			continue;
 		}
 		unsigned char *r = e.op_context;
@@ -438,8 +438,8 @@ static int inject_target(struct peer *p)
 
 static int inject_initiator(struct peer *p)
 {
-	CHECK(p->info->tx_attr->inject_size == 4096);
-	unsigned char buf[4097] = { 0 };
+	CHECK(p->info->tx_attr->inject_size == 16384);
+	unsigned char buf[16385] = { 0 };
 	CHECK_RC(fi_inject(p->ep, buf, sizeof(buf), p->other), -FI_EMSGSIZE);
 	CHECK_OK(peer_sync(p));
 	for (int i = 0; i < NINJ; i++) {
@@ -449,9 +449,9 @@ static int inject_initiator(struct peer *p)
 		/* The buffer is ours again at once. */
 		memset(buf, 0xEE, INJ_LEN);
 	}
-	peer_fill(buf, 4096, 9);
-	CHECK_OK(fi_inject(p->ep, buf, 4096, p->other));
-	memset(buf, 0xEE, 4096);
+	peer_fill(buf, 16384, 9);
+	CHECK_OK(fi_inject(p->ep, buf, 16384, p->other));
+	memset(buf, 0xEE, 16384);
 	/* Injects complete at the counter only, never at the CQ. */
 	CHECK_OK(wait_cntr(p, C_SEND, NINJ + 1));
 	CHECK_OK(peer_cq_stays_empty(p, 50));

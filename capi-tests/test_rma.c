@@ -30,7 +30,7 @@ static int sizes_roundtrip(void)
 	CHECK_OK(peer_open(&p, FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY, 0));
 	unsigned char *buf = calloc(1, BUF);
 	CHECK(buf);
-	static const size_t sizes[] = { 1, 8, 4096, 4097, 65536, BUF };
+	static const size_t sizes[] = { 1, 8, 16384, 16385, 65536, BUF };
 	int rc = 0;
 	if (p.is_target) {
 		struct fid_mr *mr;

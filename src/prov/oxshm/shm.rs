@@ -64,9 +64,9 @@ use std::sync::atomic::{compiler_fence, fence, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Bytes of one ring cell, its header included.
-pub const CELL: usize = 8192;
+pub const CELL: usize = 16896;
 /// Cells in an endpoint's inbox.
-pub const CELLS: usize = 256;
+pub const CELLS: usize = 128;
 /// Bytes of a cell's header.
 pub const CELL_HEAD: usize = 16;
 /// Bytes of message a cell carries.
@@ -84,7 +84,7 @@ const CELL_STRIDE: usize = CELL + 64;
 
 const MAGIC: u64 = u64::from_be_bytes(*b"oxshmSG1");
 /// Version of this layout; a peer with another one is refused.
-const LAYOUT: u32 = 5;
+const LAYOUT: u32 = 6;
 
 /// What a message means to an owner asleep on its wake-up socket.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

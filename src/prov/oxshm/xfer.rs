@@ -86,7 +86,7 @@ use std::time::{Duration, Instant};
 
 /// Largest payload carried in the ring: sends, writes, read results and
 /// inject operations up to this size need no system call.
-pub const INLINE: usize = 4096;
+pub const INLINE: usize = 16384;
 /// Largest authorization key an operation may carry.
 pub const AUTH_MAX: usize = 256;
 /// Largest atomic operand (and compare, and result) in bytes.
