@@ -147,6 +147,14 @@ for stack in tcp oxshm; do
 					"$REPORT" >/dev/null; then ok "$t"; else bad "$t" "$LOG"; fi
 		done
 
+		t="$stack $mode fork: the child's report beside the parent's, neither with a finding"
+		if run $stack $mode fork 0 && child=$(sed -n 's/^child=//p' "$LOG") &&
+			jq -e --argjson c "$child" '(.findings | length == 0) and .pid != $c and .forked_from == null and
+				([.domains[] | select(.internal == false)] | .[0].closes == 2)' "$REPORT" >/dev/null &&
+			jq -e --argjson c "$child" '(.findings | length == 0) and .pid == $c and .forked_from != null and
+				([.domains[] | select(.internal == false)] | .[0].registrations == 0 and (.[0].leaked | length == 0))' \
+				"$REPORT.$child" >/dev/null; then ok "$t"; else bad "$t" "$LOG"; fi
+
 		t="$stack $mode leak: 2 leaked_mr at reg, listed with their site"
 		if run $stack $mode leak 0 && finding "$REPORT" leaked_mr 2 reg &&
 			jq -e '[.domains[] | select(.internal == false)] | .[0].leaked | length == 2' \
@@ -197,6 +205,58 @@ for s in $SUITES; do
 		bad "$t" "$OUT/suite-$s.log"
 	fi
 done
+
+# Upstream's fabtests (2.1.0, built against oxfabric by fabtests.sh) on
+# oxshm under the shim, server and client: each exits 0 and each report
+# has zero findings, with the application's endpoints hooked and the
+# data-path checks on. Run under other names than fi_*, like every
+# fabtests program here.
+bash capi-tests/fabtests.sh build-only >"$OUT/fabtests-build.log" 2>&1 ||
+	bad "fabtests build for the shim runs" "$OUT/fabtests-build.log"
+FTBIN=$OUT/ftbin
+mkdir -p "$FTBIN"
+for p in "$BUILD"/ft/inst/bin/fi_*; do ln -sf "$PWD/$p" "$FTBIN/z${p##*/fi_}"; done
+FTCLEAN='(.findings | length == 0) and
+	([.domains[] | select(.internal == false) | select(.datapath_checks) | .endpoints] | add > 0)'
+ftport=$((40000 + RANDOM % 10000))
+while read -r prog args; do
+	[ -n "$prog" ] || continue
+	ftport=$((ftport + 1))
+	name="${prog} ${args}"
+	tag=$(echo "$name" | tr -c 'a-zA-Z0-9\n' '_')
+	srv=$OUT/ft-$tag-server.json cli=$OUT/ft-$tag-client.json
+	rm -f "$srv" "$cli"
+	# shellcheck disable=SC2086
+	env LD_LIBRARY_PATH="$PWD/$BUILD" LD_PRELOAD="$SHIM" OXSHIM_REPORT="$srv" timeout 120 \
+		"$FTBIN/z$prog" -p oxshm $args -B $ftport -s 127.0.0.1 >"$OUT/ft-$tag-server.log" 2>&1 &
+	spid=$!
+	sleep 0.5
+	crc=0 src=0
+	# shellcheck disable=SC2086
+	env LD_LIBRARY_PATH="$PWD/$BUILD" LD_PRELOAD="$SHIM" OXSHIM_REPORT="$cli" timeout 120 \
+		"$FTBIN/z$prog" -p oxshm $args -P $ftport -s 127.0.0.1 127.0.0.1 \
+		>"$OUT/ft-$tag-client.log" 2>&1 || crc=$?
+	wait $spid || src=$?
+	t="fabtests fi_$name on oxshm under the shim: both exit 0, zero findings, checks on"
+	if [ $crc = 0 ] && [ $src = 0 ] && jq -e "$FTCLEAN" "$srv" >/dev/null 2>&1 &&
+		jq -e "$FTCLEAN" "$cli" >/dev/null 2>&1; then
+		ok "$t"
+	else
+		bad "$t" "$OUT/ft-$tag-client.log"
+	fi
+done <<'EOF_FT'
+rdm_tagged_pingpong -S all -I 100 -v
+rdm_pingpong -S all -I 100 -v
+rdm_tagged_bw -S all -I 100 -v
+rma_bw -e rdm -o write -S all -I 100 -v
+rma_bw -e rdm -o read -S all -I 100 -v
+rma_bw -e rdm -o writedata -S all -I 100 -v
+rma_pingpong -e rdm -o write -S all -I 100 -v
+rdm_atomic -o all -I 10
+rdm_tagged_peek
+unexpected_msg -e rdm -i 10
+inject_test -A inject -v
+EOF_FT
 
 # Debian's fi_pingpong, two processes, tcp;ofi_rxm: zero findings,
 # libfabric's own registrations counted, the application's endpoint

@@ -16,9 +16,11 @@
  * the buffer), desc_closed (the desc of a closed MR), desc_foreign (an MR
  * of another domain), desc_access (an FI_RECV MR used to send),
  * read_access (an FI_WRITE MR as the local buffer of fi_read, which needs
- * FI_READ), desc_missing (no desc under FI_MR_LOCAL); and unmapped
+ * FI_READ), both under FI_MR_LOCAL, desc_missing (no desc under
+ * FI_MR_LOCAL); and unmapped
  * (munmap of memory under an open MR) and dontneed (madvise(MADV_DONTNEED)
- * there), whose call succeeds in every mode. EXPECT_RC=any
+ * there), whose call succeeds in every mode; fork (a child exits with the
+ * parent's MRs open). EXPECT_RC=any
  * accepts any answer (report mode: the provider's); a data-path case whose
  * call was refused also checks that nothing reached the provider: no
  * completion arrives and the local buffer is unchanged.
@@ -29,6 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <sys/uio.h>
 
 #include <time.h>
@@ -442,7 +446,11 @@ int main(int argc, char **argv)
 
 	if (!strcmp(c, "data_clean"))
 		caps |= FI_TAGGED | FI_ATOMIC;
-	ret = open_domain(prov, !strcmp(c, "desc_missing"), caps);
+	/* Local access rights count where local registration is required. */
+	ret = open_domain(prov,
+			  !strcmp(c, "desc_missing") || !strcmp(c, "desc_access") ||
+				  !strcmp(c, "read_access"),
+			  caps);
 	if (ret && caps != (FI_MSG | FI_RMA)) {
 		/* A provider without tagged or atomics: the rest still runs. */
 		fi_freeinfo(info);
@@ -485,6 +493,21 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(c, "clean")) {
 		rc = fi_close(&mr->fid);
+		expect = 0;
+	} else if (!strcmp(c, "fork")) {
+		/* A child that exits with the parent's MRs open: they are the
+		 * parent's, not the child's leaks, and its report goes beside
+		 * the parent's instead of over it. */
+		fflush(NULL);
+		pid_t child = fork();
+		if (child == 0)
+			exit(0);
+		int st = -1;
+		rc = child > 0 && waitpid(child, &st, 0) == child && WIFEXITED(st) &&
+				     WEXITSTATUS(st) == 0
+			     ? fi_close(&mr->fid)
+			     : -1;
+		printf("child=%d\n", (int)child);
 		expect = 0;
 	} else if (!strcmp(c, "unmapped") || !strcmp(c, "dontneed")) {
 		rc = unmap_case(c);

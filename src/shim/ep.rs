@@ -751,6 +751,13 @@ fn check(
         missing(h, ra, call, addr, len, need);
         return false;
     }
+    // The local access rights of an MR govern local transfers only where
+    // the domain requires local registration (FI_MR_LOCAL): elsewhere a
+    // desc is a hint the provider may ignore, and fabtests itself passes
+    // the desc of an FI_REMOTE_WRITE-only region to its sends. A desc of a
+    // closed MR, of another domain's MR or one too short is a finding
+    // either way.
+    let need = if h.domain().mr_local { need } else { 0 };
     match desc::judge(d as usize, h.domain as usize, addr, len, need) {
         Verdict::Ok => true,
         Verdict::Unknown => {

@@ -156,13 +156,44 @@ pub(crate) fn ns_per_tick() -> f64 {
     }
 }
 
-/// Registers the exit report once, at the first object the shim wraps.
+/// Registers the exit report once, at the first object the shim wraps,
+/// and the fork handlers.
 pub(crate) fn arm_exit_report() {
     AT_EXIT.call_once(|| {
         Lazy::force(&CLOCK0);
         // SAFETY: report::at_exit is an extern "C" fn() that lives as long
         // as the process (the shim is never unloaded while preloaded).
         unsafe { libc::atexit(report::at_exit) };
+        // SAFETY: the handlers are extern "C" fns that live as long as the
+        // process.
+        unsafe { libc::pthread_atfork(Some(fork_prepare), Some(fork_parent), Some(fork_child)) };
+    });
+}
+
+thread_local! {
+    /// The state lock, held by the thread that forks from just before the
+    /// fork until just after it, so that the child never inherits it held
+    /// by a thread that does not exist there.
+    static FORK_GUARD: std::cell::RefCell<Option<MutexGuard<'static, State>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+extern "C" fn fork_prepare() {
+    let g = state();
+    FORK_GUARD.with(|c| *c.borrow_mut() = Some(g));
+}
+
+extern "C" fn fork_parent() {
+    FORK_GUARD.with(|c| drop(c.borrow_mut().take()));
+}
+
+extern "C" fn fork_child() {
+    FORK_GUARD.with(|c| {
+        if let Some(mut g) = c.borrow_mut().take() {
+            // SAFETY: getppid(2) has no preconditions.
+            let parent = unsafe { libc::getppid() } as u32;
+            g.report.forked(parent);
+        }
     });
 }
 

@@ -226,9 +226,42 @@ pub struct Report {
     pub domains: Vec<DomainStats>,
     pub findings: Vec<Finding>,
     index: HashMap<(Kind, usize), usize>,
+    /// In a child after fork(2): the parent's pid, and the wrappers that
+    /// were open at the fork (the parent's registrations: not this
+    /// process's leaks).
+    pub forked_from: Option<u32>,
+    pub inherited: std::collections::HashSet<usize>,
 }
 
 impl Report {
+    /// In the child of a fork: what was counted belongs to the parent. The
+    /// counters and findings start again from zero; the MRs open at the
+    /// fork stay known (a use or close of one is still checked) but are
+    /// not reported as this process's leaks.
+    pub fn forked(&mut self, parent: u32) {
+        self.forked_from = Some(parent);
+        self.findings.clear();
+        self.index.clear();
+        for d in &mut self.domains {
+            self.inherited.extend(d.live.iter().copied());
+            let fresh = DomainStats::new(
+                std::mem::take(&mut d.provider),
+                std::mem::take(&mut d.name),
+                d.internal,
+                d.mr_mode,
+            );
+            let live = std::mem::take(&mut d.live);
+            let (live_bytes, closed, datapath_off, endpoints) =
+                (d.live_bytes, d.closed, d.datapath_off.take(), d.endpoints);
+            *d = fresh;
+            d.live = live;
+            d.live_bytes = live_bytes;
+            d.closed = closed;
+            d.datapath_off = datapath_off;
+            d.endpoints = endpoints;
+        }
+    }
+
     /// Records one occurrence; the first at a call site is logged.
     pub fn finding(
         &mut self,
@@ -300,6 +333,12 @@ pub fn to_json(
     ns_per_tick: f64,
 ) -> String {
     let mut o = String::from("{\n  \"tool\": \"oxfabric-shim\",\n");
+    let _ = writeln!(
+        o,
+        "  \"pid\": {},\n  \"forked_from\": {},",
+        std::process::id(),
+        r.forked_from.map_or("null".to_string(), |p| p.to_string())
+    );
     let _ = writeln!(
         o,
         "  \"mode\": {},",
@@ -406,7 +445,12 @@ pub extern "C" fn at_exit() {
             .collect();
         let mut leaks = Vec::new();
         for i in 0..st.report.domains.len() {
-            let live = st.report.domains[i].live.clone();
+            let live: Vec<usize> = st.report.domains[i]
+                .live
+                .iter()
+                .copied()
+                .filter(|p| !st.report.inherited.contains(p))
+                .collect();
             let infos: Vec<MrInfo> = live.iter().map(|&p| super::mr::info_of(p)).collect();
             for m in &infos {
                 let what = "MR still open at exit".to_string();
@@ -423,7 +467,16 @@ pub extern "C" fn at_exit() {
         }
         if let Ok(path) = std::env::var("OXSHIM_REPORT") {
             // `%p`: the process id, so that each rank of a job has its own.
-            let path = path.replace("%p", &std::process::id().to_string());
+            // A child of fork(2) never writes over its parent's report: it
+            // adds `.<pid>` where the path has no `%p`.
+            let pid = std::process::id().to_string();
+            let path = if path.contains("%p") {
+                path.replace("%p", &pid)
+            } else if st.report.forked_from.is_some() {
+                format!("{path}.{pid}")
+            } else {
+                path
+            };
             let text = to_json(
                 &st.report,
                 &internal_regs,
