@@ -64,3 +64,32 @@ for stack in tcp oxshm; do
 		echo "result $stack $name $(tenths $a) $(tenths $b) $(tenths $d) 25 $verdict"
 	done
 done
+
+# OXSHIM_MODE=off: Debian's fi_pingpong over tcp;ofi_rxm (64 bytes, two
+# processes), without the shim and with it preloaded but off, interleaved,
+# RUNS times each. The target is no measurable change: the difference of
+# the medians within the spread (max - min) of the runs without the shim.
+PP=$OUT/ppbin
+mkdir -p "$PP"
+ln -sf /usr/bin/fi_pingpong "$PP/xpingpong"
+pp_once() {
+	local port=$((30000 + RANDOM % 20000)) pre=$1
+	env ${pre:+LD_PRELOAD=$pre OXSHIM_MODE=off} timeout 60 "$PP/xpingpong" -p "tcp;ofi_rxm" -e rdm \
+		-B $port -I 2000 -S 64 >/dev/null 2>&1 &
+	local s=$!
+	sleep 0.3
+	env ${pre:+LD_PRELOAD=$pre OXSHIM_MODE=off} timeout 60 "$PP/xpingpong" -p "tcp;ofi_rxm" -e rdm \
+		-P $port -I 2000 -S 64 127.0.0.1 2>/dev/null | awk '$1 == "64" { print $6 }'
+	wait $s 2>/dev/null || true
+}
+: >"$OUT/pp-without.txt"
+: >"$OUT/pp-off.txt"
+for ((r = 0; r < RUNS; r++)); do
+	pp_once "" >>"$OUT/pp-without.txt"
+	pp_once "$SHIM" >>"$OUT/pp-off.txt"
+done
+a=$(med <"$OUT/pp-without.txt")
+b=$(med <"$OUT/pp-off.txt")
+spread=$(sort -n "$OUT/pp-without.txt" | awk 'NR == 1 { lo = $1 } { hi = $1 } END { print hi - lo }')
+verdict=$(awk -v a="$a" -v b="$b" -v s="$spread" 'BEGIN { d = b - a; if (d < 0) d = -d; print (a != "" && b != "" && d <= s) ? "PASS" : "MISS" }')
+echo "result tcp pingpong_us_off $a $b $(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f", b - a }') spread=$spread $verdict"
