@@ -8,7 +8,8 @@
 # runs of each run's median. The targets (issue 13) are <= 60 ns added per
 # registration and <= 25 ns per data-path call with the checks on (recv_ns:
 # an fi_recv posted with its desc, which the shim looks up and checks); a
-# MISS is informative and does not fail the run.
+# MISS is informative and does not fail the run. Last, fi_pingpong's
+# latency over tcp;ofi_rxm without the shim and with OXSHIM_MODE=off.
 #   result <stack> <metric> <without> <with> <added> <target> <PASS|MISS|->
 # Environment: BUILD (default build), RUNS (default 5), ROUNDS, BATCH.
 set -euo pipefail
