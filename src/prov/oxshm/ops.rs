@@ -20,7 +20,7 @@
 use super::atomics;
 use super::ep::{Ep, Limit};
 use super::object::{from_fid, slot, slot_ssize};
-use super::xfer::{OpKind, Post, RecvPost, ATOMIC_MAX, IOV_MAX};
+use super::xfer::{IovList, OpKind, Post, RecvPost, ATOMIC_MAX, IOV_MAX};
 use crate::abi::atomic::*;
 use crate::abi::domain::{fi_datatype_raw, fi_op_raw};
 use crate::abi::endpoint::*;
@@ -55,32 +55,6 @@ fn need_cap(ep: &Ep, cap: u64, name: &str, call: &str) -> Result<()> {
 /// # Safety
 /// `iov` holds `count` iovecs (when count > 0); `desc` is NULL or holds
 /// `count` descriptors.
-/// The local buffers of one operation: at most [`IOV_MAX`], kept in place
-/// (no allocation per operation).
-#[derive(Default)]
-pub(super) struct LocalIovs {
-    n: usize,
-    a: [(u64, u64); IOV_MAX],
-}
-
-impl LocalIovs {
-    fn push(&mut self, x: (u64, u64)) -> Result<()> {
-        let Some(slot) = self.a.get_mut(self.n) else {
-            return Err(Error::INVAL);
-        };
-        *slot = x;
-        self.n += 1;
-        Ok(())
-    }
-}
-
-impl std::ops::Deref for LocalIovs {
-    type Target = [(u64, u64)];
-    fn deref(&self) -> &[(u64, u64)] {
-        &self.a[..self.n]
-    }
-}
-
 unsafe fn locals(
     ep: &Ep,
     iov: *const iovec,
@@ -89,7 +63,7 @@ unsafe fn locals(
     access: Access,
     check_desc: bool,
     call: &str,
-) -> Result<LocalIovs> {
+) -> Result<IovList> {
     if count > IOV_MAX {
         crate::ox_log!(
             Warn,
@@ -103,7 +77,7 @@ unsafe fn locals(
         crate::ox_log!(Warn, EpData, super::NAME, "{call}: iov is NULL");
         return Err(Error::INVAL);
     }
-    let mut v = LocalIovs::default();
+    let mut v = IovList::default();
     for i in 0..count {
         // SAFETY: per the function contract.
         let io = unsafe { *iov.add(i) };
@@ -130,7 +104,7 @@ unsafe fn locals(
 #[allow(clippy::too_many_arguments)]
 fn push_local(
     ep: &Ep,
-    v: &mut LocalIovs,
+    v: &mut IovList,
     buf: *const c_void,
     len: usize,
     desc: *mut c_void,
@@ -152,7 +126,8 @@ fn push_local(
         // SAFETY: desc is NULL or what fi_mr_desc returned.
         unsafe { super::mr::check_local_desc(d, desc, buf as u64, len as u64, access, call) }?;
     }
-    v.push((buf as u64, len as u64))
+    v.push((buf as u64, len as u64));
+    Ok(())
 }
 
 fn total(v: &[(u64, u64)]) -> u64 {
@@ -304,7 +279,7 @@ fn recv(e: *mut fid_ep, r: Recv<'_>) -> ssize_t {
         // A peek and a discard take no data: their buffers are ignored
         // (fi_tagged(3)).
         let local = if flags & (FI_PEEK | FI_DISCARD) != 0 {
-            LocalIovs::default()
+            IovList::default()
         } else {
             // SAFETY: the caller's iov/desc arrays (fi_msg(3)).
             unsafe { locals(ep, r.iov, r.desc, r.count, Access::RECV, true, r.call) }?
@@ -1246,7 +1221,7 @@ unsafe fn iocs(
     access: Access,
     check_desc: bool,
     call: &str,
-) -> Result<LocalIovs> {
+) -> Result<IovList> {
     if count > IOV_MAX || (count > 0 && ioc.is_null()) {
         crate::ox_log!(
             Warn,
@@ -1256,7 +1231,7 @@ unsafe fn iocs(
         );
         return Err(Error::INVAL);
     }
-    let mut v = LocalIovs::default();
+    let mut v = IovList::default();
     for i in 0..count {
         // SAFETY: per the function contract.
         let io = unsafe { *ioc.add(i) };
@@ -1331,7 +1306,7 @@ fn atomic(e: *mut fid_ep, a: Atomic<'_>) -> ssize_t {
         let read_only = op == crate::abi::domain::fi_op::FI_ATOMIC_READ as u32;
         // SAFETY: the caller's ioc/desc arrays (fi_atomic(3)).
         let local = if read_only {
-            LocalIovs::default()
+            IovList::default()
         } else {
             unsafe {
                 iocs(

@@ -619,31 +619,53 @@ impl std::hash::Hasher for AddrHasher {
 
 pub(super) type PeerHash = std::hash::BuildHasherDefault<AddrHasher>;
 
-/// The buffers of a receive: up to [`IOV_MAX`] kept in place (no
-/// allocation per posted receive), more on the heap.
-enum RecvIovs {
+/// The local buffers of one operation or posted receive: up to
+/// [`IOV_MAX`] kept in place (no allocation per operation), more on the
+/// heap.
+pub(super) enum IovList {
     Inline(usize, [(u64, u64); IOV_MAX]),
     Heap(Vec<(u64, u64)>),
 }
 
-impl From<&[(u64, u64)]> for RecvIovs {
-    fn from(v: &[(u64, u64)]) -> RecvIovs {
-        if v.len() <= IOV_MAX {
-            let mut a = [(0, 0); IOV_MAX];
-            a[..v.len()].copy_from_slice(v);
-            RecvIovs::Inline(v.len(), a)
-        } else {
-            RecvIovs::Heap(v.to_vec())
+impl Default for IovList {
+    fn default() -> IovList {
+        IovList::Inline(0, [(0, 0); IOV_MAX])
+    }
+}
+
+impl IovList {
+    pub(super) fn push(&mut self, x: (u64, u64)) {
+        match self {
+            IovList::Inline(n, a) if *n < IOV_MAX => {
+                a[*n] = x;
+                *n += 1;
+            }
+            IovList::Inline(n, a) => {
+                let mut v = a[..*n].to_vec();
+                v.push(x);
+                *self = IovList::Heap(v);
+            }
+            IovList::Heap(v) => v.push(x),
         }
     }
 }
 
-impl std::ops::Deref for RecvIovs {
+impl From<&[(u64, u64)]> for IovList {
+    fn from(v: &[(u64, u64)]) -> IovList {
+        let mut l = IovList::default();
+        for &x in v {
+            l.push(x);
+        }
+        l
+    }
+}
+
+impl std::ops::Deref for IovList {
     type Target = [(u64, u64)];
     fn deref(&self) -> &[(u64, u64)] {
         match self {
-            RecvIovs::Inline(n, a) => &a[..*n],
-            RecvIovs::Heap(v) => v,
+            IovList::Inline(n, a) => &a[..*n],
+            IovList::Heap(v) => v,
         }
     }
 }
@@ -655,7 +677,7 @@ struct Recv {
     tag: u64,
     ignore: u64,
     src: Option<Address>,
-    iov: RecvIovs,
+    iov: IovList,
     report: bool,
     context: *mut c_void,
     /// FI_MULTI_RECV: the buffer this receive is, or is a piece of.
@@ -3022,6 +3044,24 @@ mod tests {
 
     /// A multi-receive buffer packs messages back to back and is released
     /// by the message after which less than the minimum remains.
+    #[test]
+    fn iov_list_keeps_order_in_place_and_past_it() {
+        let mut l = IovList::default();
+        assert!(l.is_empty());
+        for i in 0..IOV_MAX as u64 {
+            l.push((i, i + 1));
+        }
+        assert!(matches!(l, IovList::Inline(..)));
+        l.push((99, 100));
+        assert!(matches!(l, IovList::Heap(_)));
+        let want: Vec<(u64, u64)> = (0..IOV_MAX as u64)
+            .map(|i| (i, i + 1))
+            .chain(std::iter::once((99, 100)))
+            .collect();
+        assert_eq!(&l[..], &want[..]);
+        assert_eq!(&IovList::from(&want[..])[..], &want[..]);
+    }
+
     #[test]
     fn multi_packs_until_min() {
         let m = Multi::new(100);
