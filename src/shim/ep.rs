@@ -502,6 +502,32 @@ pub unsafe extern "C" fn oxshim_rs_dom_endpoint(
     })
 }
 
+/// A scalable endpoint's tx or rx context, opened by `open` (the
+/// provider's slot), is hooked like an endpoint of the same domain.
+fn sep_ctx(
+    sep: *mut fid_ep,
+    out: *mut *mut fid_ep,
+    open: impl FnOnce(&fi_ops_ep) -> Option<c_int>,
+) -> c_int {
+    guard(|| {
+        let Some(h) = ep_find(sep) else {
+            return -FI_EINVAL;
+        };
+        if h.ops.is_null() {
+            return -FI_ENOSYS;
+        }
+        // SAFETY: the provider's table (checked non-NULL), read only.
+        let Some(rc) = open(unsafe { &*h.ops }) else {
+            return -FI_ENOSYS;
+        };
+        if rc == 0 && !out.is_null() {
+            // SAFETY: the provider wrote an open context.
+            unsafe { hook_ep(*out, h.domain()) };
+        }
+        rc
+    })
+}
+
 unsafe extern "C" fn sep_tx_ctx(
     sep: *mut fid_ep,
     index: c_int,
@@ -509,22 +535,10 @@ unsafe extern "C" fn sep_tx_ctx(
     tx_ep: *mut *mut fid_ep,
     context: *mut c_void,
 ) -> c_int {
-    guard(|| {
-        let Some(h) = ep_find(sep) else {
-            return -FI_EINVAL;
-        };
-        // SAFETY: the provider's table; forwarded as received.
-        let rc = unsafe {
-            match (*h.ops).tx_ctx {
-                Some(f) => f(sep, index, attr, tx_ep, context),
-                None => return -FI_ENOSYS,
-            }
-        };
-        if rc == 0 && !tx_ep.is_null() {
-            // SAFETY: the provider wrote an open context.
-            unsafe { hook_ep(*tx_ep, h.domain()) };
-        }
-        rc
+    sep_ctx(sep, tx_ep, |o| {
+        // SAFETY: forwarded as received to the provider's slot.
+        o.tx_ctx
+            .map(|f| unsafe { f(sep, index, attr, tx_ep, context) })
     })
 }
 
@@ -535,22 +549,10 @@ unsafe extern "C" fn sep_rx_ctx(
     rx_ep: *mut *mut fid_ep,
     context: *mut c_void,
 ) -> c_int {
-    guard(|| {
-        let Some(h) = ep_find(sep) else {
-            return -FI_EINVAL;
-        };
-        // SAFETY: the provider's table; forwarded as received.
-        let rc = unsafe {
-            match (*h.ops).rx_ctx {
-                Some(f) => f(sep, index, attr, rx_ep, context),
-                None => return -FI_ENOSYS,
-            }
-        };
-        if rc == 0 && !rx_ep.is_null() {
-            // SAFETY: the provider wrote an open context.
-            unsafe { hook_ep(*rx_ep, h.domain()) };
-        }
-        rc
+    sep_ctx(sep, rx_ep, |o| {
+        // SAFETY: forwarded as received to the provider's slot.
+        o.rx_ctx
+            .map(|f| unsafe { f(sep, index, attr, rx_ep, context) })
     })
 }
 
