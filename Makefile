@@ -216,6 +216,7 @@ test-stress-smoke: deps lib
 # path (criterion).
 bench: lib deps
 	BUILD=$(BUILD) bash bench/fabtests_bench.sh
+	BUILD=$(BUILD) bash bench/msg_cpu_run.sh
 	BUILD=$(BUILD) bash bench/run.sh
 	BUILD=$(BUILD) bash bench/rma_run.sh
 	BUILD=$(BUILD) bash bench/wait_run.sh
