@@ -11,14 +11,14 @@
 # MISS is informative and does not fail the run. Last, fi_pingpong's
 # latency over tcp;ofi_rxm without the shim and with OXSHIM_MODE=off.
 #   result <stack> <metric> <without> <with> <added> <target> <PASS|MISS|->
-# Environment: BUILD (default build), RUNS (default 5), ROUNDS, BATCH.
+# Environment: BUILD (default build), RUNS (default 9), ROUNDS, BATCH.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 BUILD=${BUILD:-build}
 SHIM=$PWD/$BUILD/liboxfabric-shim.so
 OUT=$PWD/$BUILD/bench
-RUNS=${RUNS:-5}
+RUNS=${RUNS:-9}
 ROUNDS=${ROUNDS:-200}
 BATCH=${BATCH:-64}
 mkdir -p "$OUT"

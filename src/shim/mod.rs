@@ -20,6 +20,7 @@
 pub mod desc;
 pub mod ep;
 pub mod eq;
+pub mod lock;
 pub mod mr;
 pub mod objects;
 pub mod report;
@@ -27,12 +28,13 @@ pub mod unmap;
 
 use crate::abi::errno::FI_EOTHER;
 use libc::{c_int, c_void};
+use lock::{SpinGuard, SpinLock};
 use once_cell::sync::Lazy;
 use std::collections::HashMap;
 use std::ffi::CStr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, Once};
+use std::sync::Once;
 use std::time::Instant;
 
 /// What the shim does with a finding.
@@ -88,11 +90,11 @@ pub(crate) struct State {
 
 // SAFETY: the raw pointers in State name objects that the shim owns or that
 // the provider keeps alive until their close, which the shim intercepts; all
-// access goes through the STATE mutex.
+// access goes through the STATE lock.
 unsafe impl Send for State {}
 
-static STATE: Lazy<Mutex<State>> = Lazy::new(|| {
-    Mutex::new(State {
+static STATE: Lazy<SpinLock<State>> = Lazy::new(|| {
+    SpinLock::new(State {
         fabrics: Vec::new(),
         domains: Vec::new(),
         report: report::Report::default(),
@@ -104,8 +106,8 @@ static STATE: Lazy<Mutex<State>> = Lazy::new(|| {
     })
 });
 
-pub(crate) fn state() -> MutexGuard<'static, State> {
-    STATE.lock().unwrap_or_else(|e| e.into_inner())
+pub(crate) fn state() -> SpinGuard<'static, State> {
+    STATE.lock()
 }
 
 static AT_EXIT: Once = Once::new();
@@ -174,7 +176,7 @@ thread_local! {
     /// The state lock, held by the thread that forks from just before the
     /// fork until just after it, so that the child never inherits it held
     /// by a thread that does not exist there.
-    static FORK_GUARD: std::cell::RefCell<Option<MutexGuard<'static, State>>> =
+    static FORK_GUARD: std::cell::RefCell<Option<SpinGuard<'static, State>>> =
         const { std::cell::RefCell::new(None) };
 }
 

@@ -433,11 +433,7 @@ pub fn to_json(
 pub extern "C" fn at_exit() {
     let _ = std::panic::catch_unwind(|| {
         let mut st = state();
-        let internal_regs: Vec<u64> = st
-            .domains
-            .iter()
-            .map(|h| h.internal_regs.load(std::sync::atomic::Ordering::Relaxed))
-            .collect();
+        let internal_regs: Vec<u64> = st.domains.iter().map(|h| h.internal_regs.sum()).collect();
         let unknown_descs: Vec<u64> = st
             .domains
             .iter()
