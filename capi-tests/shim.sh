@@ -14,9 +14,14 @@
 #  - 19 of oxfabric's own C suites on oxshm with the shim preloaded;
 #  - Debian's fi_pingpong over tcp;ofi_rxm, two processes on 127.0.0.1, run
 #    under another name (other people's cleanups kill fi_* processes): zero
-#    findings, libfabric's own registrations counted apart; the same between
-#    two network namespaces joined by a veth pair, where permitted;
-#  - Open MPI's ping-pong (shim_mpi.c) over its ofi MTL.
+#    findings, libfabric's own registrations counted apart;
+#  - shim_rma2.c, two processes over tcp;ofi_rxm: 1 MiB written into the
+#    peer's registration, read back and checked on both sides, the same
+#    results as without the shim, zero findings on both sides;
+#  - fi_pingpong and shim_rma2 between two network namespaces joined by a
+#    veth pair, where permitted (root);
+#  - Open MPI (shim_mpi.c) over its ofi MTL: ping-pong, one-sided and
+#    matched probes, the same results as without the shim.
 # Usage: capi-tests/shim.sh   (BUILD=build, after `make lib`)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -287,9 +292,54 @@ else
 	bad "$t" "$OUT/pingpong-client.log"
 fi
 
+# shim_rma2: a two-process RMA test over tcp;ofi_rxm (1 MiB fi_write into
+# the peer's registration, fi_read back, every byte checked on both sides).
+# rma2_pair NAME SERVER_PREFIX CLIENT_PREFIX SERVER_IP CLIENT_IP [PRELOAD]:
+# runs the pair (each side's command prefixed, e.g. with `ip netns exec`),
+# with the shim preloaded and a report per side when PRELOAD is "shim";
+# leaves each side's output in $OUT/rma2-NAME-{server,client}.log.
+cc -std=c11 -D_DEFAULT_SOURCE -Wall -Wextra -Werror -O1 -o "$OUT/shim_rma2" capi-tests/shim_rma2.c -lfabric
+RMACLEAN='(.findings | length == 0) and
+	([.domains[] | select(.internal == false) | select(.datapath_checks) | .registrations] | add > 0)'
+rma2_pair() {
+	local name=$1 sp=$2 cp=$3 sip=$4 cip=$5 pre=${6:-} port=$((20000 + RANDOM % 20000)) rc=0
+	local env_s=() env_c=()
+	if [ "$pre" = shim ]; then
+		rm -f "$OUT/rma2-$name-server.json" "$OUT/rma2-$name-client.json"
+		env_s=(LD_PRELOAD="$SHIM" OXSHIM_REPORT="$OUT/rma2-$name-server.json")
+		env_c=(LD_PRELOAD="$SHIM" OXSHIM_REPORT="$OUT/rma2-$name-client.json")
+	fi
+	$sp env "${env_s[@]}" timeout 60 "$OUT/shim_rma2" server "$sip" $port \
+		>"$OUT/rma2-$name-server.log" 2>&1 &
+	local spid=$!
+	$cp env "${env_c[@]}" timeout 60 "$OUT/shim_rma2" client "$cip" "$sip" $port \
+		>"$OUT/rma2-$name-client.log" 2>&1 || rc=1
+	wait $spid || rc=1
+	return $rc
+}
+# rma2_check NAME: both sides printed ok, the same lines as the reference
+# run without the shim, and each side's report has zero findings.
+rma2_check() {
+	local name=$1
+	grep -q "^rma2 server ok " "$OUT/rma2-$name-server.log" &&
+		grep -q "^rma2 client ok " "$OUT/rma2-$name-client.log" &&
+		cmp -s <(cat "$OUT/rma2-$name-server.log" "$OUT/rma2-$name-client.log") \
+			<(cat "$OUT/rma2-ref-server.log" "$OUT/rma2-ref-client.log") &&
+		jq -e "$RMACLEAN" "$OUT/rma2-$name-server.json" >/dev/null &&
+		jq -e "$RMACLEAN" "$OUT/rma2-$name-client.json" >/dev/null
+}
+t="two-process RMA (1 MiB write, read back, verified) over tcp;ofi_rxm on one host under the shim: same results as without it, zero findings on both sides"
+if rma2_pair ref "" "" 127.0.0.1 127.0.0.1 && rma2_pair lo "" "" 127.0.0.1 127.0.0.1 shim &&
+	rma2_check lo; then
+	ok "$t"
+else
+	cat "$OUT/rma2-ref-server.log" "$OUT/rma2-ref-client.log"
+	bad "$t" "$OUT/rma2-lo-client.log"
+fi
+
 # Two "hosts": network namespaces joined by a veth pair, fi_pingpong over
-# tcp;ofi_rxm from one to the other, data checked (-c). Skipped where
-# namespaces cannot be made (not root).
+# tcp;ofi_rxm from one to the other, data checked (-c), and shim_rma2.
+# Skipped where namespaces cannot be made (not root).
 S=$$
 NA=oxsa$S NB=oxsb$S VA=oxva$S VB=oxvb$S
 cleanup_ns() { ip netns del "$NA" 2>/dev/null || true; ip netns del "$NB" 2>/dev/null || true; }
@@ -319,7 +369,6 @@ if ip netns add "$NA" 2>/dev/null; then
 		>"$OUT/netns-client.log" 2>&1 || crc=$?
 	src=0
 	wait $spid || src=$?
-	cleanup_ns
 	t="fi_pingpong between two network namespaces (veth) under the shim: zero findings"
 	if [ $crc = 0 ] && [ $src = 0 ] &&
 		jq -e "$CLEAN" "$srv" >/dev/null && jq -e "$CLEAN" "$cli" >/dev/null; then
@@ -327,26 +376,44 @@ if ip netns add "$NA" 2>/dev/null; then
 	else
 		bad "$t" "$OUT/netns-client.log"
 	fi
+	t="two-process RMA (1 MiB write, read back, verified) between two network namespaces under the shim: same results as without it, zero findings on both sides"
+	if rma2_pair netns "ip netns exec $NA" "ip netns exec $NB" 10.77.0.1 10.77.0.2 shim &&
+		rma2_check netns; then
+		ok "$t"
+	else
+		bad "$t" "$OUT/rma2-netns-client.log"
+		sed 's/^/      /' "$OUT/rma2-netns-server.log" | tail -5
+	fi
+	cleanup_ns
 else
 	echo "skip  two network namespaces: ip netns add not permitted here"
 fi
 
-# Open MPI (Debian's, ofi MTL over tcp;ofi_rxm), two ranks, the shim
-# preloaded into both.
+# Open MPI (Debian's, ofi MTL over tcp;ofi_rxm), two ranks: a ping-pong,
+# one-sided Put/Get/Accumulate (osc pt2pt, which runs over the same MTL)
+# and matched probes (MPI_Mprobe/MPI_Improbe: the MTL's FI_PEEK|FI_CLAIM
+# receives). Run once without the shim, for reference, then with it
+# preloaded into both ranks: the same lines, each part ok, and a report per
+# rank with zero findings and the MTL's endpoint hooked.
 if true; then
 	mpicc -O1 -Wall -Wextra -Werror -o "$OUT/shim_mpi" capi-tests/shim_mpi.c
 	rm -f "$OUT"/mpi-*.json
-	t="Open MPI 2 ranks, mtl ofi over tcp;ofi_rxm, under the shim: ok, zero findings in each rank"
-	if timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 --mca pml cm --mca mtl ofi \
-		--mca mtl_ofi_provider_include "tcp;ofi_rxm" -x LD_PRELOAD="$SHIM" \
-		-x OXSHIM_REPORT="$OUT/mpi-%p.json" "$OUT/shim_mpi" >"$OUT/mpi.log" 2>&1 &&
-		grep -q "pingpong ok" "$OUT/mpi.log" &&
+	mpi_run() {
+		timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 --mca pml cm --mca mtl ofi \
+			--mca osc pt2pt --mca mtl_ofi_provider_include "tcp;ofi_rxm" "$@" "$OUT/shim_mpi"
+	}
+	t="Open MPI 2 ranks, mtl ofi over tcp;ofi_rxm, ping-pong, one-sided and mprobe under the shim: same results as without it, zero findings in each rank"
+	if mpi_run >"$OUT/mpi-ref.log" 2>&1 &&
+		mpi_run -x LD_PRELOAD="$SHIM" -x OXSHIM_REPORT="$OUT/mpi-%p.json" >"$OUT/mpi.log" 2>&1 &&
+		[ "$(grep -cE '^(pingpong|onesided|mprobe) ok ' "$OUT/mpi-ref.log")" = 3 ] &&
+		diff <(grep -E '^(pingpong|onesided|mprobe) ' "$OUT/mpi-ref.log") <(grep -E '^(pingpong|onesided|mprobe) ' "$OUT/mpi.log") >"$OUT/mpi.diff" &&
 		[ "$(ls "$OUT"/mpi-*.json | wc -l)" = 2 ] &&
 		jq -s -e 'all(.[]; (.findings | length == 0) and (.domains | length > 0) and
 			([.domains[] | select(.internal == false) | select(.datapath_checks) | .endpoints] | add > 0))' \
 			"$OUT"/mpi-*.json >/dev/null; then
 		ok "$t"
 	else
+		cat "$OUT/mpi-ref.log" "$OUT/mpi.diff" 2>/dev/null
 		bad "$t" "$OUT/mpi.log"
 	fi
 fi
