@@ -21,4 +21,5 @@ pub mod shim;
 #[macro_use]
 pub mod log;
 pub mod param;
+pub mod tally;
 pub mod tostr;

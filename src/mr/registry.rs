@@ -78,8 +78,10 @@ pub struct Stats {
 #[derive(Default)]
 #[repr(align(128))]
 struct Counters {
-    registrations: AtomicU64,
-    closes: AtomicU64,
+    /// Bumped once per registration and close: without a locked
+    /// instruction ([`crate::tally`]).
+    registrations: crate::tally::Tally,
+    closes: crate::tally::Tally,
     failures: AtomicU64,
     denied: AtomicU64,
 }
@@ -544,7 +546,7 @@ impl Registry {
         slot.seq
             .store((gen << GEN_SHIFT) | READY | enabled, Ordering::Release);
         let c = &self.counters;
-        c.registrations.fetch_add(1, Ordering::Relaxed);
+        c.registrations.bump();
         Ok(Handle {
             slot: idx,
             gen,
@@ -575,10 +577,11 @@ impl Registry {
             if s & CHILD_MASK != 0 {
                 return Err(Error::BUSY);
             }
+            // SeqCst: see the verifier's first load of `seq` (verify.rs).
             match slot.seq.compare_exchange_weak(
                 s,
                 next_gen(s),
-                Ordering::AcqRel,
+                Ordering::SeqCst,
                 Ordering::Acquire,
             ) {
                 Ok(_) => break,
@@ -598,7 +601,7 @@ impl Registry {
             p.seq.fetch_sub(CHILD_ONE, Ordering::AcqRel);
         }
         let c = &self.counters;
-        c.closes.fetch_add(1, Ordering::Relaxed);
+        c.closes.bump();
         teardown();
         self.slots.push(h.slot);
         Ok(())
@@ -714,8 +717,8 @@ impl Registry {
     /// The counters; O(slots ever used) for `live_bytes`.
     pub fn stats(&self) -> Stats {
         let c = &self.counters;
-        let closes = c.closes.load(Ordering::Relaxed);
-        let registrations = c.registrations.load(Ordering::Relaxed);
+        let closes = c.closes.sum();
+        let registrations = c.registrations.sum();
         Stats {
             live_regions: registrations.saturating_sub(closes) as usize,
             live_bytes: self.live_regions().iter().map(|r| r.len).sum(),
@@ -736,8 +739,8 @@ impl Registry {
 
     /// Live regions.
     pub fn len(&self) -> usize {
-        let closes = self.counters.closes.load(Ordering::Relaxed);
-        let registrations = self.counters.registrations.load(Ordering::Relaxed);
+        let closes = self.counters.closes.sum();
+        let registrations = self.counters.registrations.sum();
         registrations.saturating_sub(closes) as usize
     }
 

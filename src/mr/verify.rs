@@ -167,7 +167,12 @@ impl Registry {
     ) -> std::result::Result<Target, Miss> {
         let s = self.slot(slot).ok_or(Miss::Stale)?;
         loop {
-            let seq = s.seq.load(Ordering::Acquire);
+            // SeqCst: a provider that counts its accesses in flight (an
+            // RMW before this call) and whose close reads that count after
+            // the close's SeqCst CAS on `seq` (Registry::close_with) needs
+            // no further fence: of the two, one sees the other (oxshm's
+            // Domain::quiesce). A plain load on x86, an ldar on arm64.
+            let seq = s.seq.load(Ordering::SeqCst);
             if seq & READY == 0 {
                 return Err(Miss::Stale);
             }

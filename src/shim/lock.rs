@@ -103,58 +103,6 @@ impl<T> Drop for SpinGuard<'_, T> {
     }
 }
 
-/// Shards of a [`Tally`]: the first `SHARDS - 1` threads that count get one
-/// each; later threads share the last, counted with a locked add.
-const SHARDS: usize = 8;
-
-thread_local! {
-    /// This thread's shard of every [`Tally`], assigned at its first count.
-    static SHARD: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) };
-}
-
-static NEXT_SHARD: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-/// A counter bumped on a hot path by any thread without a locked
-/// instruction: each thread adds to a shard only it writes (a plain load
-/// and store), and readers sum the shards. The libfabric calls the shim
-/// passes through uncounted by the application (rxm registering with tcp)
-/// are counted with it.
-pub(crate) struct Tally {
-    shards: [std::sync::atomic::AtomicU64; SHARDS],
-}
-
-impl Tally {
-    pub(crate) const fn new() -> Tally {
-        Tally {
-            shards: [const { std::sync::atomic::AtomicU64::new(0) }; SHARDS],
-        }
-    }
-
-    #[inline]
-    pub(crate) fn bump(&self) {
-        let i = SHARD.with(|c| {
-            let i = c.get();
-            if i != usize::MAX {
-                return i;
-            }
-            let i = NEXT_SHARD.fetch_add(1, Ordering::Relaxed).min(SHARDS - 1);
-            c.set(i);
-            i
-        });
-        let s = &self.shards[i];
-        if i < SHARDS - 1 {
-            // Only this thread writes shard i.
-            s.store(s.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
-        } else {
-            s.fetch_add(1, Ordering::Relaxed);
-        }
-    }
-
-    pub(crate) fn sum(&self) -> u64 {
-        self.shards.iter().map(|s| s.load(Ordering::Relaxed)).sum()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,26 +130,6 @@ mod tests {
             t.join().unwrap();
         }
         assert_eq!(*l.lock(), 200_000);
-    }
-
-    #[test]
-    fn a_tally_loses_no_count_across_many_threads() {
-        // More threads than shards: the shared last shard is counted too.
-        let t = Arc::new(Tally::new());
-        let ts: Vec<_> = (0..SHARDS * 2)
-            .map(|_| {
-                let t = t.clone();
-                std::thread::spawn(move || {
-                    for _ in 0..10_000 {
-                        t.bump();
-                    }
-                })
-            })
-            .collect();
-        for h in ts {
-            h.join().unwrap();
-        }
-        assert_eq!(t.sum(), (SHARDS * 2 * 10_000) as u64);
     }
 
     #[test]

@@ -135,7 +135,7 @@ pub(crate) struct DomainHook {
     /// Index of this domain's record in [`super::report::Report::domains`].
     pub stats: usize,
     /// Registrations that libfabric made on the application's behalf.
-    pub internal_regs: super::lock::Tally,
+    pub internal_regs: crate::tally::Tally,
     /// Bound to an EQ with FI_REG_MR: registrations complete by event.
     pub async_reg: AtomicBool,
 }
@@ -513,7 +513,7 @@ unsafe fn hook_domain(
         internal,
         api_version,
         stats,
-        internal_regs: super::lock::Tally::new(),
+        internal_regs: crate::tally::Tally::new(),
         async_reg: AtomicBool::new(false),
     });
     let owner = &*hook as *const DomainHook as usize;

@@ -306,11 +306,15 @@ impl Domain {
     /// Waits until no remote access that verified before now is still
     /// touching memory (after a region closed).
     pub fn quiesce(&self) {
-        // An RMW, not a fence and a load: it reads the latest count, and an
-        // access that enters after it reads what it wrote (its increment is
-        // an RMW too), so it sees the region's close. On x86 a locked add
-        // costs less than the mfence of a SeqCst fence.
-        if self.active.fetch_add(0, Ordering::SeqCst) == 0 {
+        // Called after the region's close took its slot with a SeqCst CAS
+        // on `seq` (Registry::close_with), and every access enters (a
+        // SeqCst increment of `active`) before its verification loads
+        // `seq` with SeqCst. In the single order of SeqCst operations,
+        // either the access's load follows the CAS (it sees the close and
+        // is refused) or its increment precedes this load, which then
+        // waits for it. So a plain SeqCst load suffices here: no locked
+        // instruction on the close path beyond the CAS itself.
+        if self.active.load(Ordering::SeqCst) == 0 {
             return;
         }
         let mut spins = 0u32;
