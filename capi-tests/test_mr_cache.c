@@ -212,6 +212,48 @@ static int after_change(enum change c)
 	return 0;
 }
 
+/*
+ * Two domains pin the same pages (each its own registration cache). The
+ * kernel does not count mlock or userfaultfd registrations: the first
+ * domain to let go must not unlock or unwatch pages the other still holds.
+ * Then the memory is replaced behind both: the remaining domain's cache
+ * must have been told (a miss, the new pages locked), not serve its old
+ * pinning.
+ */
+static int two_domains_share_pages_once(void)
+{
+	CHECK_OK(open_domain());
+	struct fid_domain *first = domain, *second;
+	CHECK_OK(fi_domain(fabric, info, &second, NULL));
+	unsigned char *b = map(NULL);
+	CHECK(b);
+	CHECK_OK(reg_close(b, LEN, RW));
+	CHECK_LOCKED(64);
+	domain = second;
+	CHECK_OK(reg_close(b, LEN, RW));
+	/* Held twice, locked once. */
+	CHECK_LOCKED(64);
+	/* The first domain goes, with its cached pinning. */
+	CHECK_OK(fi_close(&first->fid));
+	CHECK_LOCKED(64);
+	CHECK_OK(munmap(b, LEN));
+	CHECK_LOCKED(0);
+	REMAP(b);
+	CHECK_LOCKED(0);
+	/* A miss in the second domain's cache: the new pages are locked. */
+	CHECK_OK(reg_close(b, LEN, RW));
+	CHECK_LOCKED(64);
+	CHECK_OK(munmap(b, LEN));
+	CHECK_LOCKED(0);
+	CHECK_OK(close_domain());
+	return 0;
+}
+
+static int two_domains_share_pages(void)
+{
+	return retried(two_domains_share_pages_once);
+}
+
 static int unmap_remap_once(void)
 {
 	return after_change(UNMAP_REMAP);
@@ -826,6 +868,7 @@ static const struct test_case cases[] = {
 	CASE_ENV(brk_shrink, UFFD),
 	CASE_ENV(unmap_while_registering, UFFD),
 	CASE_ENV(read_only_not_for_write, UFFD),
+	CASE_ENV(two_domains_share_pages, UFFD),
 	CASE_ENV(max_count_lru, UFFD " FI_MR_CACHE_MAX_COUNT=2"),
 	CASE_ENV(max_size, UFFD " FI_MR_CACHE_MAX_SIZE=131072"),
 	CASE_ENV(hit_after_close, HOOKS),
@@ -836,6 +879,7 @@ static const struct test_case cases[] = {
 	CASE_ENV(brk_shrink, HOOKS),
 	CASE_ENV(unmap_while_registering, HOOKS),
 	CASE_ENV(read_only_not_for_write, HOOKS),
+	CASE_ENV(two_domains_share_pages, HOOKS),
 	CASE_ENV(max_count_lru, HOOKS " FI_MR_CACHE_MAX_COUNT=2"),
 	CASE_ENV(not_cached, PIN " FI_MR_CACHE_MAX_COUNT=0"),
 	CASE_ENV(not_cached, PIN " FI_MR_CACHE_MONITOR=disabled"),

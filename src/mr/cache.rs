@@ -30,7 +30,9 @@ pub trait Pinner: Send + Sync {
     /// Pins `[start, start + len)` (page-aligned), for writing if `write`.
     fn pin(&self, start: u64, len: u64, write: bool) -> Result<Self::Pin>;
     /// Releases a pinning. `release` lists the parts of its range that no
-    /// other pinning covers: only those may be unlocked or unsubscribed.
+    /// other pinning of this cache covers. A backend whose pinnings are
+    /// shared by several caches (several domains pinning the same pages)
+    /// counts them itself, across caches (oxshm's does).
     fn unpin(&self, start: u64, len: u64, pin: Self::Pin, release: &[(u64, u64)]);
     /// A pin of `[start, start + len)` failed: undoes whatever it left
     /// behind (a monitor's watch) on `release`, the parts of the range that

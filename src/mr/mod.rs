@@ -24,6 +24,7 @@ mod index;
 mod iov;
 mod key;
 pub mod raw;
+pub mod refs;
 mod region;
 pub mod registry;
 mod slot;

@@ -9,6 +9,7 @@
 use super::monitor;
 use crate::error::{Error, Result};
 use crate::mr::cache::{Cache, IdMap, Limits, PinId, Pinner};
+use crate::mr::refs::RangeRefs;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -121,6 +122,27 @@ pub fn frames(start: u64, len: u64) -> Option<Vec<u64>> {
     Some(pfns)
 }
 
+/// What the process's pinnings hold, counted across domains: pages locked,
+/// and pages the userfaultfd monitor watches. The kernel counts neither
+/// (one munlock or UFFDIO_UNREGISTER undoes every earlier lock or watch of
+/// those pages), so a pinning locks and watches its whole range, and its
+/// release undoes only the parts no other pinning holds. Held across those
+/// system calls, so that a lock and an unlock of the same pages never
+/// interleave.
+struct Held {
+    locked: RangeRefs,
+    watched: RangeRefs,
+}
+
+static HELD: Mutex<Held> = Mutex::new(Held {
+    locked: RangeRefs::new(),
+    watched: RangeRefs::new(),
+});
+
+fn held() -> std::sync::MutexGuard<'static, Held> {
+    HELD.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// What one pinning keeps.
 pub struct Pinning {
     /// Page frames at pin time (None: pagemap hides them).
@@ -157,18 +179,28 @@ impl Pinner for Backend {
             return Err(Error::NOMEM);
         }
         // Subscribed before pinning: a change after this point is reported.
-        let watched = self.caching && monitor::subscribe(start, len).is_ok();
+        // An imported monitor is called without HELD (it may call back);
+        // it gets each pinning's subscription and counts them itself.
+        let kind = monitor::kind();
+        let uffd = kind == monitor::Kind::Userfaultfd;
+        let other = self.caching && !uffd && monitor::subscribe(start, len).is_ok();
+        let mut held = held();
+        let by_uffd = self.caching && uffd && monitor::subscribe(start, len).is_ok();
         // The system call itself: sanitizers replace mlock(3) with a no-op.
         // SAFETY: mlock only changes the lock state of the range.
         if unsafe { libc::syscall(libc::SYS_mlock, start, len) } != 0 {
             let e = std::io::Error::last_os_error();
             PINNED.fetch_sub(len, Ordering::Relaxed);
-            // An imported monitor gets each subscription back here; a
-            // userfaultfd registration is undone by `abandon`, for the
-            // parts no other pinning shares (the kernel does not count
-            // them). One left behind would make every unmap of that memory
-            // wait for the monitor's thread, whoever owns the memory now.
-            if watched && monitor::kind() == monitor::Kind::Imported {
+            // The watch goes again where no pinning holds it: one left
+            // behind would make every unmap of that memory wait for the
+            // monitor's thread, whoever owns the memory now.
+            if by_uffd {
+                for (s, l) in held.watched.unheld(start, len) {
+                    monitor::unsubscribe(s, l);
+                }
+            }
+            drop(held);
+            if other && kind == monitor::Kind::Imported {
                 monitor::unsubscribe(start, len);
             }
             crate::ox_log!(
@@ -183,37 +215,38 @@ impl Pinner for Backend {
                 _ => Error::AGAIN,
             });
         }
+        held.locked.acquire(start, len);
+        if by_uffd {
+            held.watched.acquire(start, len);
+        }
+        drop(held);
         Ok(Pinning {
             frames: frames(start, len),
-            watched,
+            watched: other || by_uffd,
         })
     }
 
-    fn unpin(&self, start: u64, len: u64, pin: Pinning, release: &[(u64, u64)]) {
-        // An imported monitor gets back exactly what it was subscribed; the
-        // kernel's registrations are not counted, so only the parts no other
-        // pinning covers are unregistered.
-        let imported = pin.watched && monitor::kind() == monitor::Kind::Imported;
-        if pin.watched && imported {
+    /// Unlocks and unwatches only what no pinning of the process holds any
+    /// more (HELD counts them across domains); the cache's `release`,
+    /// which knows only its own pinnings, is not enough.
+    fn unpin(&self, start: u64, len: u64, pin: Pinning, _release: &[(u64, u64)]) {
+        let kind = monitor::kind();
+        if pin.watched && kind == monitor::Kind::Imported {
             monitor::unsubscribe(start, len);
         }
-        for &(s, l) in release {
+        let mut held = held();
+        for (s, l) in held.locked.release(start, len) {
             // SAFETY: munlock only changes the lock state of the range; one
             // already unmapped fails harmlessly.
             unsafe { libc::syscall(libc::SYS_munlock, s, l) };
-            if pin.watched && !imported {
+        }
+        if pin.watched && kind == monitor::Kind::Userfaultfd {
+            for (s, l) in held.watched.release(start, len) {
                 monitor::unsubscribe(s, l);
             }
         }
+        drop(held);
         PINNED.fetch_sub(len, Ordering::Relaxed);
-    }
-
-    fn abandon(&self, _start: u64, _len: u64, release: &[(u64, u64)]) {
-        if self.caching && monitor::kind() == monitor::Kind::Userfaultfd {
-            for &(s, l) in release {
-                monitor::unsubscribe(s, l);
-            }
-        }
     }
 
     fn cacheable(&self, pin: &Pinning) -> bool {
