@@ -45,6 +45,7 @@ make -s install PREFIX="$OURS" >/dev/null 2>&1
 # on this machine, kills every process whose name starts with fi_.
 BIN=$OUT/bin
 mkdir -p "$BIN"
+. bench/stale_shm.sh
 for p in "$UP"/ft/bin/fi_*; do ln -sf "$p" "$BIN/x${p##*/fi_}"; done
 
 # ----------------------------------------------------------- what runs ----
@@ -84,6 +85,7 @@ run() {
 	read -r -a c <<<"$(cmd_of "$b")"
 	local prog=$BIN/x${c[0]} args=("${c[@]:1}") log=$OUT/$b.$lib.$round
 	port=$((port + 1))
+	clean_stale_shm
 	LD_LIBRARY_PATH=$libdir timeout 300 "$prog" -p "$prov" "${args[@]}" -B $port \
 		-s 127.0.0.1 >"$log.server" 2>&1 &
 	local s=$!

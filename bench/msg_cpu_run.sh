@@ -13,6 +13,8 @@ RUNS=${RUNS:-5}
 N=${N:-2000000}
 OUT=$PWD/$BUILD/bench
 mkdir -p "$OUT"
+. bench/stale_shm.sh
+clean_stale_shm
 UP=$(BUILD=$BUILD bash bench/up21.sh | tail -1)
 cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -I"$UP/include" -o "$OUT/msg_cpu" \
 	bench/msg_cpu.c -L"$UP/lib" -lfabric
@@ -20,6 +22,7 @@ cc -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror -O2 -I"$UP/include" -o "$OUT/msg
 : >"$OUT/msg_cpu-up21.txt"
 for ((r = 0; r < RUNS; r++)); do
 	LD_LIBRARY_PATH=$PWD/$BUILD "$OUT/msg_cpu" oxshm "$N" >>"$OUT/msg_cpu-ours.txt"
+	clean_stale_shm
 	LD_LIBRARY_PATH=$UP/lib "$OUT/msg_cpu" shm "$N" >>"$OUT/msg_cpu-up21.txt"
 done
 med() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
