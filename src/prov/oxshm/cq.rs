@@ -27,7 +27,7 @@ use libc::{c_char, c_int, c_void, size_t, ssize_t};
 use std::collections::VecDeque;
 use std::mem::offset_of;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// Tag of live oxshm CQs.
@@ -476,7 +476,7 @@ pub struct Cq {
     wfd: Option<WaitFd>,
     /// What blocked readers sleep on, made at the first sleep.
     sleeper: OnceLock<WaitFd>,
-    q: Mutex<Queues>,
+    q: super::lock::Lock<Queues>,
     /// Whether a read could find anything (entries, an error, the overrun
     /// report, a signal) or the eventfd is set: brought up to date each
     /// time the queues are unlocked ([`QGuard`]), so that a read of an
@@ -487,7 +487,7 @@ pub struct Cq {
 
 /// The locked queues of a CQ; unlocking updates [`Cq::busy_hint`].
 struct QGuard<'a> {
-    g: MutexGuard<'a, Queues>,
+    g: super::lock::LockGuard<'a, Queues>,
     hint: &'a AtomicBool,
 }
 
@@ -730,7 +730,7 @@ pub unsafe extern "C" fn open(
             wait: at.wait,
             wait_cond: at.wait_cond,
             wfd,
-            q: Mutex::new(Queues {
+            q: super::lock::Lock::new(Queues {
                 ok: VecDeque::with_capacity(at.size.min(DEFAULT_SIZE)),
                 errs: VecDeque::new(),
                 next_seq: 0,
@@ -762,7 +762,7 @@ impl Cq {
 
     fn lock(&self) -> QGuard<'_> {
         QGuard {
-            g: self.q.lock().unwrap_or_else(|e| e.into_inner()),
+            g: self.q.lock(),
             hint: &self.busy_hint,
         }
     }

@@ -13,6 +13,7 @@ pub mod fabric;
 pub mod fault;
 pub mod hmem;
 pub mod info;
+pub mod lock;
 pub mod mem;
 pub mod memhooks;
 pub mod monitor;

@@ -879,7 +879,7 @@ impl Drop for Segment {
 /// no fence per message (see [`Segment::send`]). Registration belongs to
 /// the process, not its memory image: a child after fork(2) registers
 /// anew (or publishes with fences if it cannot).
-fn asym() -> bool {
+pub(super) fn asym() -> bool {
     /// (pid << 1) | registered, for the process that last looked.
     static STATE: AtomicU64 = AtomicU64::new(0);
     let me = my_pid();
@@ -929,7 +929,7 @@ fn register_asym() -> bool {
 /// The fence of an owner about to sleep: between its store of `sleeping`
 /// (or `fd_armed`) and its look at the ring. With [`asym`] it is a
 /// membarrier(2) that orders every registered sender's publication too.
-fn heavy_fence() {
+pub(super) fn heavy_fence() {
     fence(Ordering::SeqCst);
     if asym() {
         // SAFETY: membarrier(2) with plain integer arguments.

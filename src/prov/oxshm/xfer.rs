@@ -73,6 +73,7 @@ use super::cq::{Completion, Cq, ErrCompletion};
 use super::domain::Domain;
 use super::ep::{Address, Ep};
 use super::fault;
+use super::lock::{Lock, LockGuard};
 use super::mr::Iovs;
 use super::shm::{self, Segment, Urgency, CELL_DATA};
 use crate::abi::fabric::*;
@@ -890,14 +891,14 @@ pub struct Xfer {
     inbox: Segment,
     ep: *const Ep,
     domain: *const Domain,
-    peers: Mutex<HashMap<Address, Arc<Peer>, PeerHash>>,
+    peers: Lock<HashMap<Address, Arc<Peer>, PeerHash>>,
     /// Peers found gone: operations to them fail at once.
     dead: Mutex<std::collections::HashSet<Address>>,
-    pend: Mutex<PendTable>,
-    rx: Mutex<Rx>,
+    pend: Lock<PendTable>,
+    rx: Lock<Rx>,
     /// Responses that found the initiator's inbox full, sent first on the
     /// next progress pass.
-    deferred: Mutex<VecDeque<(Address, Vec<u8>)>>,
+    deferred: Lock<VecDeque<(Address, Vec<u8>)>>,
     /// Whether `deferred` may hold something (set under its lock when one
     /// is queued, cleared under it when found empty): an empty poll takes
     /// no lock.
@@ -910,7 +911,7 @@ pub struct Xfer {
     /// its domain's (empty: none).
     auth: Vec<u8>,
     /// One drainer of the inbox at a time.
-    drain: Mutex<()>,
+    drain: Lock<()>,
     /// Application calls that drove progress (a count, not a time: reading
     /// the clock on every poll costs more than the poll).
     app_polls: AtomicU64,
@@ -925,16 +926,16 @@ pub struct Xfer {
     /// When the peers were last checked.
     last_check: Mutex<Instant>,
     /// Shared copies whose initiator share is outstanding, by grant id.
-    grants: Mutex<HashMap<u64, Grant>>,
+    grants: Lock<HashMap<u64, Grant>>,
     /// Grant and inbound ids.
     next_grant: AtomicU64,
     /// Whose turn it is to copy the next whole operation of a backlog
     /// (true: the initiator's).
     turn: AtomicBool,
     /// Staged transfers into this endpoint, by id.
-    inbound: Mutex<HashMap<u64, Inbound>>,
+    inbound: Lock<HashMap<u64, Inbound>>,
     /// Staged transfers out of this endpoint, in the order they began.
-    outbound: Mutex<Vec<Outbound>>,
+    outbound: Lock<Vec<Outbound>>,
     /// Operations posted and not completed (for tx_size_left).
     pub inflight: AtomicUsize,
     /// Buffered receives (rx_size_left).
@@ -951,8 +952,39 @@ unsafe impl Sync for Xfer {}
 /// Serializes atomics executed by this process.
 static ATOMIC_LOCK: Mutex<()> = Mutex::new(());
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
+/// What [`lock`] takes: the endpoint's per-message state is behind
+/// [`Lock`]s, its rarely used parts behind `std::sync::Mutex`es.
+trait Locks {
+    type Guard<'a>
+    where
+        Self: 'a;
+    fn take(&self) -> Self::Guard<'_>;
+}
+
+impl<T> Locks for Mutex<T> {
+    type Guard<'a>
+        = MutexGuard<'a, T>
+    where
+        T: 'a;
+    fn take(&self) -> MutexGuard<'_, T> {
+        self.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl<T> Locks for Lock<T> {
+    type Guard<'a>
+        = LockGuard<'a, T>
+    where
+        T: 'a;
+    #[inline]
+    fn take(&self) -> LockGuard<'_, T> {
+        self.lock()
+    }
+}
+
+#[inline]
+fn lock<L: Locks>(m: &L) -> L::Guard<'_> {
+    m.take()
 }
 
 /// How a message that starts with `head` (its wire header) concerns a
@@ -1014,28 +1046,28 @@ impl Xfer {
             inbox,
             ep,
             domain: ep.domain(),
-            peers: Mutex::new(HashMap::default()),
+            peers: Lock::new(HashMap::default()),
             dead: Mutex::new(Default::default()),
-            pend: Mutex::new(PendTable::default()),
-            rx: Mutex::new(Rx::default()),
-            deferred: Mutex::new(VecDeque::new()),
+            pend: Lock::new(PendTable::default()),
+            rx: Lock::new(Rx::default()),
+            deferred: Lock::new(VecDeque::new()),
             auth: ep
                 .auth_key
                 .clone()
                 .or_else(|| ep.domain().auth_key.clone())
                 .unwrap_or_default(),
-            drain: Mutex::new(()),
+            drain: Lock::new(()),
             app_polls: AtomicU64::new(0),
             handed_off: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             thread: Mutex::new(None),
             waker: std::sync::OnceLock::new(),
             last_check: Mutex::new(Instant::now()),
-            grants: Mutex::new(HashMap::new()),
+            grants: Lock::new(HashMap::new()),
             next_grant: AtomicU64::new(1),
             turn: AtomicBool::new(false),
-            inbound: Mutex::new(HashMap::new()),
-            outbound: Mutex::new(Vec::new()),
+            inbound: Lock::new(HashMap::new()),
+            outbound: Lock::new(Vec::new()),
             has_deferred: AtomicBool::new(false),
             has_outbound: AtomicBool::new(false),
             has_dead: AtomicBool::new(false),
