@@ -40,12 +40,19 @@ for stack in tcp oxshm; do
 		env ${libpath:+LD_LIBRARY_PATH=$libpath} LD_PRELOAD="$SHIM" \
 			"$OUT/shim_bench" "$prov" "$ROUNDS" "$BATCH" >>"$OUT/shim-$stack-with.txt"
 	done
-	for m in reg_ns close_ns pair_ns; do
-		a=$(sed -n "s/.*$m=\([0-9]*\).*/\1/p" "$OUT/shim-$stack-without.txt" | med)
-		b=$(sed -n "s/.*$m=\([0-9]*\).*/\1/p" "$OUT/shim-$stack-with.txt" | med)
+	# Registration and close: the median over the runs, and for the
+	# registration also the least over the runs. Whole runs on this VM
+	# land on one of two speed levels about 1.5x apart (every function
+	# slower alike in perf: the host, not the code), with or without the
+	# shim; the least compares the two sides on the faster level.
+	for m in reg_ns close_ns pair_ns reg_ns_least; do
+		pick=med src=$m
+		[ $m = reg_ns_least ] && { pick=least; src=reg_ns; }
+		a=$(sed -n "s/.*$src=\([0-9]*\).*/\1/p" "$OUT/shim-$stack-without.txt" | $pick)
+		b=$(sed -n "s/.*$src=\([0-9]*\).*/\1/p" "$OUT/shim-$stack-with.txt" | $pick)
 		d=$((b - a))
 		target=- verdict=-
-		if [ $m = reg_ns ]; then
+		if [ $src = reg_ns ]; then
 			target=60
 			verdict=$([ $d -le 60 ] && echo PASS || echo MISS)
 		fi
