@@ -128,20 +128,17 @@ pub(crate) fn ticks() -> u64 {
     return CLOCK0.0.elapsed().as_nanos() as u64;
 }
 
-thread_local! {
-    static CALLS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-}
-
-/// Whether this registration or close is timed: each thread's first 1024
-/// calls, then one in 16 (reading the clock twice is a third of the
-/// shim's cost per call; the report's median and p99 come from samples).
+/// Whether this registration or close is timed: each domain's first 1024
+/// calls of the kind, then one in 16 (reading the clock twice is a third
+/// of the shim's cost per call; the report's median and p99 come from
+/// samples). `calls` is the domain's counter, bumped with a plain load and
+/// store: two threads racing may both take or skip a sample, which moves
+/// no count the report shows.
 #[inline]
-pub(crate) fn sampled() -> bool {
-    CALLS.with(|c| {
-        let n = c.get();
-        c.set(n.wrapping_add(1));
-        n < 1024 || n % 16 == 0
-    })
+pub(crate) fn sampled(calls: &AtomicUsize) -> bool {
+    let n = calls.load(Ordering::Relaxed);
+    calls.store(n.wrapping_add(1), Ordering::Relaxed);
+    n < 1024 || n % 16 == 0
 }
 
 /// Nanoseconds per tick of [`ticks`], measured since CLOCK0.

@@ -303,7 +303,9 @@ unsafe fn wrap(
         orphaned: AtomicBool::new(false),
         dslot: AtomicUsize::new(0),
     };
-    super::unmap::ANY_MR.store(true, Ordering::Relaxed);
+    if !super::unmap::ANY_MR.load(Ordering::Relaxed) {
+        super::unmap::ANY_MR.store(true, Ordering::Relaxed);
+    }
     let mut st = state();
     if st.spare.is_empty() {
         refill(&mut st.spare);
@@ -409,7 +411,7 @@ unsafe fn register(
         return call();
     }
     let pending = Pending::new(h);
-    let t0 = sampled().then(ticks);
+    let t0 = sampled(&h.reg_calls).then(ticks);
     let rc = call();
     let ns = t0.map(|t| ticks().wrapping_sub(t));
     if rc != 0 || mr.is_null() {
@@ -542,7 +544,7 @@ pub unsafe extern "C" fn oxshim_rs_mr_regattr(
             }
         }
         let pending = Pending::new(h);
-        let t0 = sampled().then(ticks);
+        let t0 = sampled(&h.reg_calls).then(ticks);
         // SAFETY: forwarded, with base_mr unwrapped.
         let rc = unsafe { regattr(fid, pass, flags, mr) };
         let ns = t0.map(|t| ticks().wrapping_sub(t));
@@ -667,7 +669,8 @@ pub unsafe extern "C" fn oxshim_rs_mr_close(ra: *mut c_void, fid: *mut fid) -> c
         let next = NEXT_EVICT.load(Ordering::Relaxed);
         prefetch(next);
         prefetch(next + offset_of!(ShimMr, dslot));
-        let t0 = sampled().then(ticks);
+        // SAFETY: wrappers point at hooks, which are never freed.
+        let t0 = sampled(&unsafe { &*m.domain }.close_calls).then(ticks);
         if !m.orphaned.load(Ordering::Relaxed) {
             // SAFETY: the provider's MR is open and its table static.
             let rc = unsafe {

@@ -128,6 +128,9 @@ pub(crate) struct DomainHook {
     pub mr_local: bool,
     /// Descs used on its endpoints that no registration the shim knows has.
     pub unknown_descs: AtomicU64,
+    /// Registrations and closes seen, for [`super::sampled`].
+    pub reg_calls: AtomicUsize,
+    pub close_calls: AtomicUsize,
     /// Opened by libfabric itself: every call on it is passed through.
     pub internal: bool,
     /// The fabric's api_version (which fi_mr_attr fields exist).
@@ -140,19 +143,52 @@ pub(crate) struct DomainHook {
     pub async_reg: AtomicBool,
 }
 
-/// Every installed `fid.ops` copy and its hook, append-only, so that an
-/// entry reached with some other object (a test calling a domain's `reg`
-/// slot with a fabric, or NULL) is told apart without reading past a
-/// foreign table.
-static HOOKED: [(AtomicUsize, AtomicUsize); 1024] =
-    [const { (AtomicUsize::new(0), AtomicUsize::new(0)) }; 1024];
+/// Every installed `fid.ops` copy and its hook, so that an entry reached
+/// with some other object (a test calling a domain's `reg` slot with a
+/// fabric, or NULL) is told apart without reading past a foreign table.
+/// Open addressing keyed by the table's address, never shrunk: a lookup
+/// is one or two probes however many objects were hooked (a linear list,
+/// before, was searched on every registration and close). A table
+/// installed again at an address that held an earlier one (its hook freed
+/// and the memory reused) takes the entry over.
+const HOOKED_SLOTS: usize = 2048;
+/// At most this many tables are entered (half the slots); beyond, lookups
+/// trust the table's owner word.
+const HOOKED_MAX: usize = HOOKED_SLOTS / 2;
+/// A slot being filled: readers probe past it.
+const CLAIMED: usize = 1;
+static HOOKED: [(AtomicUsize, AtomicUsize); HOOKED_SLOTS] =
+    [const { (AtomicUsize::new(0), AtomicUsize::new(0)) }; HOOKED_SLOTS];
 static HOOKED_N: AtomicUsize = AtomicUsize::new(0);
 
+fn hooked_home(table: usize) -> usize {
+    ((table as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - HOOKED_SLOTS.trailing_zeros()))
+        as usize
+}
+
 pub(crate) fn register_hook(table: usize, hook: usize) {
-    let i = HOOKED_N.fetch_add(1, Ordering::AcqRel);
-    if let Some((t, h)) = HOOKED.get(i) {
-        h.store(hook, Ordering::Relaxed);
-        t.store(table, Ordering::Release);
+    // One writer at a time (callers may hold the state lock, or not).
+    static WRITER: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _w = WRITER.lock().unwrap_or_else(|e| e.into_inner());
+    let mut i = hooked_home(table);
+    for _ in 0..HOOKED_SLOTS {
+        let (t, h) = &HOOKED[i];
+        match t.load(Ordering::Acquire) {
+            cur if cur == table => {
+                h.store(hook, Ordering::Release);
+                return;
+            }
+            0 => {
+                if HOOKED_N.fetch_add(1, Ordering::AcqRel) >= HOOKED_MAX {
+                    return;
+                }
+                t.store(CLAIMED, Ordering::Relaxed);
+                h.store(hook, Ordering::Relaxed);
+                t.store(table, Ordering::Release);
+                return;
+            }
+            _ => i = (i + 1) % HOOKED_SLOTS,
+        }
     }
 }
 
@@ -169,7 +205,7 @@ unsafe fn find_hook(f: *const fid, fclass: usize, ours: usize) -> Option<usize> 
     if class != fclass {
         return None;
     }
-    if HOOKED_N.load(Ordering::Acquire) > HOOKED.len() {
+    if HOOKED_N.load(Ordering::Acquire) > HOOKED_MAX {
         // More objects than the list holds: trust the table's owner word.
         // SAFETY: an object of this class reaching a shim entry carries
         // one of the shim's tables.
@@ -179,14 +215,18 @@ unsafe fn find_hook(f: *const fid, fclass: usize, ours: usize) -> Option<usize> 
 }
 
 /// The hook that installed the table at `table`, if the shim did (None,
-/// too, once more tables were installed than the list holds).
+/// too, once more tables were installed than the map holds).
 pub(crate) fn find_table(table: usize) -> Option<usize> {
-    let n = HOOKED_N.load(Ordering::Acquire).min(HOOKED.len());
-    HOOKED[..n]
-        .iter()
-        .rev()
-        .find(|(t, _)| t.load(Ordering::Acquire) == table)
-        .map(|(_, h)| h.load(Ordering::Relaxed))
+    let mut i = hooked_home(table);
+    for _ in 0..HOOKED_SLOTS {
+        let (t, h) = &HOOKED[i];
+        match t.load(Ordering::Acquire) {
+            0 => return None,
+            cur if cur == table => return Some(h.load(Ordering::Acquire)),
+            _ => i = (i + 1) % HOOKED_SLOTS,
+        }
+    }
+    None
 }
 
 /// The hook of a domain whose tables the shim installed; None for NULL, an
@@ -510,6 +550,8 @@ unsafe fn hook_domain(
         ops: None,
         mr_local: mr_mode & FI_MR_LOCAL != 0 || mode & FI_LOCAL_MR != 0,
         unknown_descs: AtomicU64::new(0),
+        reg_calls: AtomicUsize::new(0),
+        close_calls: AtomicUsize::new(0),
         internal,
         api_version,
         stats,
@@ -667,6 +709,22 @@ unsafe extern "C" fn domain_bind(fid: *mut fid, bfid: *mut fid, flags: u64) -> c
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hooked_tables_are_found_and_a_reused_address_takes_the_entry_over() {
+        // Addresses no real table has (the test's own), spread and packed.
+        let base = 0x7000_0000_0000usize;
+        for i in 0..300 {
+            register_hook(base + i * 64, 1000 + i);
+        }
+        for i in 0..300 {
+            assert_eq!(find_table(base + i * 64), Some(1000 + i));
+        }
+        assert_eq!(find_table(base + 300 * 64), None);
+        register_hook(base + 5 * 64, 77);
+        assert_eq!(find_table(base + 5 * 64), Some(77));
+        assert_eq!(find_table(base + 6 * 64), Some(1006));
+    }
 
     #[test]
     fn datapath_off_where_tcp_compares_domain_ops() {
