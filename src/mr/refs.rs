@@ -114,8 +114,6 @@ impl RangeRefs {
     /// The parts of `[start, start + len)` that no one holds.
     pub fn unheld(&self, start: u64, len: u64) -> Vec<(u64, u64)> {
         let end = start.saturating_add(len);
-        let mut out = Vec::new();
-        let mut at = start;
         let first = self
             .runs
             .range(..start)
@@ -123,16 +121,12 @@ impl RangeRefs {
             .filter(|(_, &(e, _))| e > start)
             .map(|(&s, _)| s)
             .unwrap_or(start);
-        for (&s, &(e, _)) in self.runs.range(first..end) {
-            if s > at {
-                out.push((at, s - at));
-            }
-            at = at.max(e);
-        }
-        if at < end {
-            out.push((at, end - at));
-        }
-        out
+        let held: Vec<(u64, u64)> = self
+            .runs
+            .range(first..end)
+            .map(|(&s, &(e, _))| (s, e))
+            .collect();
+        super::cache::uncovered(start, end, &held)
     }
 
     /// How many holders the byte at `at` has.
