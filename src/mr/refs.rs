@@ -57,18 +57,26 @@ impl RangeRefs {
         }
     }
 
+    /// Splits the runs at both ends of `[start, start + len)`; returns the
+    /// end and the starts of the runs now inside (None for an empty range).
+    fn cut(&mut self, start: u64, len: u64) -> Option<(u64, Vec<u64>)> {
+        if len == 0 {
+            return None;
+        }
+        let end = start.saturating_add(len);
+        self.split(start);
+        self.split(end);
+        Some((end, self.runs.range(start..end).map(|(&s, _)| s).collect()))
+    }
+
     /// Adds a holder of `[start, start + len)`; returns the parts that had
     /// none (now held for the first time), in address order.
     pub fn acquire(&mut self, start: u64, len: u64) -> Vec<(u64, u64)> {
-        let end = start.saturating_add(len);
-        if len == 0 {
+        let Some((end, held)) = self.cut(start, len) else {
             return Vec::new();
-        }
-        self.split(start);
-        self.split(end);
+        };
         let mut fresh = Vec::new();
         let mut at = start;
-        let held: Vec<u64> = self.runs.range(start..end).map(|(&s, _)| s).collect();
         for s in held {
             if s > at {
                 fresh.push((at, s - at));
@@ -90,14 +98,10 @@ impl RangeRefs {
     /// [`RangeRefs::acquire`] added); returns the parts no one holds any
     /// more, in address order. Parts never acquired are ignored.
     pub fn release(&mut self, start: u64, len: u64) -> Vec<(u64, u64)> {
-        let end = start.saturating_add(len);
-        if len == 0 {
+        let Some((end, held)) = self.cut(start, len) else {
             return Vec::new();
-        }
-        self.split(start);
-        self.split(end);
+        };
         let mut freed = Vec::new();
-        let held: Vec<u64> = self.runs.range(start..end).map(|(&s, _)| s).collect();
         for s in held {
             let r = self.runs.get_mut(&s).expect("listed run");
             r.1 -= 1;
