@@ -5,8 +5,10 @@
 //! An open-addressing table (linear probing) of `AtomicU64` keys and
 //! `AtomicU32` slot numbers. Readers never lock: they probe the current
 //! table and the registry then checks the slot they found (it must be live
-//! with this very key), so a stale entry can only cause a miss that the
-//! reader re-checks, never a wrong hit. Writers (insert, remove) take a
+//! with this very key). A reader that raced a rebuild may find another
+//! key's slot or none; either fails that check, and counts as a miss only
+//! once [`Index::unchanged`] says no rebuild intervened (the reader
+//! otherwise probes again), so a live key is never reported missing. Writers (insert, remove) take a
 //! mutex held for O(1) work, except when a table fills up and is rebuilt
 //! (O(n), amortised O(1)); provider-key registries never touch it.
 //!

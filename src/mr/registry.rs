@@ -272,27 +272,31 @@ impl Registry {
 
     /// The handle of the live region with key `key`.
     pub fn handle(&self, key: u64) -> Result<Handle> {
-        let slot = self.find(key).ok_or(Error::INVAL)?;
-        let s = self.snapshot(slot).ok_or(Error::INVAL)?;
-        if s.key != key {
-            return Err(Error::INVAL);
-        }
-        Ok(Handle {
-            slot,
-            gen: gen_of(s.seq),
-            key,
-        })
+        self.find_live(key)
+            .map(|(slot, s)| Handle {
+                slot,
+                gen: gen_of(s.seq),
+                key,
+            })
+            .ok_or(Error::INVAL)
     }
 
-    /// The slot a key may live in (not yet checked against the slot).
-    #[inline]
-    pub(crate) fn find(&self, key: u64) -> Option<u32> {
+    /// The slot and a snapshot of the live region with key `key`. The
+    /// index may hand a reader that raced a rebuild another key's slot
+    /// (index.rs): a slot whose region has another key is a miss, which
+    /// counts only once the index is seen unchanged.
+    pub(crate) fn find_live(&self, key: u64) -> Option<(u32, Snap)> {
+        let live = |slot: u32| {
+            self.snapshot(slot)
+                .filter(|s| s.key == key)
+                .map(|s| (slot, s))
+        };
         match &self.index {
-            None => self.codec.decode(key).map(|(s, _)| s),
+            None => self.codec.decode(key).and_then(|(slot, _)| live(slot)),
             Some(ix) => loop {
                 let (found, v) = ix.lookup(key);
-                if let Some(s) = found {
-                    return Some(s);
+                if let Some(hit) = found.and_then(live) {
+                    return Some(hit);
                 }
                 if ix.unchanged(v) {
                     return None;

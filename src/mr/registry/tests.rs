@@ -727,3 +727,36 @@ fn merge_small_agrees_with_merge() {
         assert_eq!(&buf[..m], &want[..], "{iovs:?}");
     }
 }
+
+#[test]
+fn handle_finds_a_live_key_while_other_threads_rebuild_the_index() {
+    // Requested keys: every registration and close writes the index, and
+    // its tombstones make it rebuild every few operations. A thread's own
+    // live keys must always be found (a lookup that raced a rebuild may
+    // land on another key's slot; that is a retry, not a miss).
+    let r = requested(8);
+    let iov = [(0x1000u64, 0x40u64)];
+    std::thread::scope(|s| {
+        for t in 0..3u64 {
+            let r = &r;
+            s.spawn(move || {
+                let mut live = std::collections::VecDeque::new();
+                for i in 0..40_000u64 {
+                    let mut q = Request::new(&iov, Access::REMOTE_READ);
+                    q.requested_key = (t << 32) | i;
+                    live.push_back(r.register(&q).unwrap());
+                    if live.len() > 6 {
+                        let old = live.pop_front().unwrap();
+                        let h = r.handle(old.key());
+                        assert_eq!(h.as_ref().ok(), Some(&old), "key {:#x}: {h:?}", old.key());
+                        r.close(&old).unwrap();
+                    }
+                }
+                for h in live {
+                    r.close(&h).unwrap();
+                }
+            });
+        }
+    });
+    assert_eq!(r.stats().live_regions, 0);
+}
