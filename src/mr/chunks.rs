@@ -1,9 +1,9 @@
 //! Type-stable storage: an array that grows in chunks and never moves or
 //! frees an element while it lives.
 //!
-//! Readers index it without a lock: a chunk is published once through a
-//! [`OnceLock`] and stays put, so a reference to an element is good for the
-//! life of the array. That is what lets the registry's readers race with
+//! Readers index it without a lock: a chunk is published once (a pointer
+//! set by compare-and-swap, read with one acquire load) and stays put, so a
+//! reference to an element is good for the life of the array. That is what lets the registry's readers race with
 //! writers on slots that are being reused: they may read stale values, never
 //! freed memory.
 //!
@@ -12,7 +12,8 @@
 //! elements. Doubling keeps a small registry small, the fixed tail bounds the
 //! memory allocated ahead of use to one chunk.
 
-use std::sync::OnceLock;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 /// A value written often, kept off the cache lines that readers use (128
 /// bytes: x86's adjacent-line prefetcher pulls lines in pairs).
@@ -28,10 +29,14 @@ impl<T> std::ops::Deref for Padded<T> {
 }
 
 pub(crate) struct Chunks<T, const BASE: u32, const FIXED: u32> {
-    chunks: Box<[OnceLock<Box<[T]>>]>,
+    /// Chunk `c`: NULL, or the first of `chunk_len(c)` elements (a leaked
+    /// `Box<[T]>`, freed on drop).
+    chunks: Box<[AtomicPtr<T>]>,
+    /// The array owns its elements (and is `Send`/`Sync` as they are).
+    _own: PhantomData<Box<[T]>>,
 }
 
-impl<T: Default, const BASE: u32, const FIXED: u32> Chunks<T, BASE, FIXED> {
+impl<T, const BASE: u32, const FIXED: u32> Chunks<T, BASE, FIXED> {
     const OK: () = assert!(BASE <= FIXED && FIXED < usize::BITS);
 
     /// Storage for indices below `limit` (at least).
@@ -40,7 +45,10 @@ impl<T: Default, const BASE: u32, const FIXED: u32> Chunks<T, BASE, FIXED> {
         let () = Self::OK;
         let last = Self::locate(limit.max(1) - 1).0;
         Chunks {
-            chunks: (0..=last).map(|_| OnceLock::new()).collect(),
+            chunks: (0..=last)
+                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+                .collect(),
+            _own: PhantomData,
         }
     }
 
@@ -74,7 +82,10 @@ impl<T: Default, const BASE: u32, const FIXED: u32> Chunks<T, BASE, FIXED> {
     #[inline(always)]
     pub(crate) fn get(&self, i: usize) -> Option<&T> {
         let (c, off) = Self::locate(i);
-        self.chunks.get(c)?.get()?.get(off)
+        let p = self.chunks.get(c)?.load(Ordering::Acquire);
+        // SAFETY: a published chunk holds chunk_len(c) elements, and
+        // locate() keeps off below that; chunks live as long as self.
+        (!p.is_null()).then(|| unsafe { &*p.add(off) })
     }
 
     /// Elements `[i, i + n)`, if they exist and lie in one chunk. Never
@@ -82,27 +93,62 @@ impl<T: Default, const BASE: u32, const FIXED: u32> Chunks<T, BASE, FIXED> {
     #[inline]
     pub(crate) fn slice(&self, i: usize, n: usize) -> Option<&[T]> {
         let (c, off) = Self::locate(i);
-        self.chunks.get(c)?.get()?.get(off..off.checked_add(n)?)
+        let p = self.chunks.get(c)?.load(Ordering::Acquire);
+        if p.is_null() || off.checked_add(n)? > Self::chunk_len(c) {
+            return None;
+        }
+        // SAFETY: as in get(), and off + n is within the chunk.
+        Some(unsafe { std::slice::from_raw_parts(p.add(off), n) })
     }
 
     /// The element at `i`, allocating its chunk if needed (writers only:
     /// this may wait for another thread allocating the same chunk). `None`
     /// past the limit given to [`Chunks::new`].
-    pub(crate) fn get_or_alloc(&self, i: usize) -> Option<&T> {
+    pub(crate) fn get_or_alloc(&self, i: usize) -> Option<&T>
+    where
+        T: Default,
+    {
         let (c, off) = Self::locate(i);
         let cell = self.chunks.get(c)?;
-        cell.get_or_init(|| {
-            std::iter::repeat_with(T::default)
+        let mut p = cell.load(Ordering::Acquire);
+        if p.is_null() {
+            let fresh: Box<[T]> = std::iter::repeat_with(T::default)
                 .take(Self::chunk_len(c))
-                .collect()
-        })
-        .get(off)
+                .collect();
+            let fresh = Box::into_raw(fresh) as *mut T;
+            p = match cell.compare_exchange(
+                std::ptr::null_mut(),
+                fresh,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => fresh,
+                Err(won) => {
+                    // Another writer published this chunk first.
+                    // SAFETY: `fresh` is ours alone, chunk_len(c) long.
+                    drop(unsafe { Self::reclaim(fresh, c) });
+                    won
+                }
+            };
+        }
+        // SAFETY: as in get().
+        Some(unsafe { &*p.add(off) })
+    }
+
+    /// The box of chunk `c` whose first element is `p`.
+    ///
+    /// # Safety
+    /// `p` came from `Box::into_raw` of a `Box<[T]>` of `chunk_len(c)`
+    /// elements, and nothing else owns it.
+    unsafe fn reclaim(p: *mut T, c: usize) -> Box<[T]> {
+        // SAFETY: per the contract.
+        unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(p, Self::chunk_len(c))) }
     }
 
     /// Elements allocated so far (capacity), for memory accounting.
     pub(crate) fn allocated(&self) -> usize {
         (0..self.chunks.len())
-            .filter(|&c| self.chunks[c].get().is_some())
+            .filter(|&c| !self.chunks[c].load(Ordering::Relaxed).is_null())
             .map(Self::chunk_len)
             .sum()
     }
@@ -110,6 +156,18 @@ impl<T: Default, const BASE: u32, const FIXED: u32> Chunks<T, BASE, FIXED> {
     /// Bytes of the chunk table itself.
     pub(crate) fn table_bytes(&self) -> usize {
         std::mem::size_of_val(&*self.chunks)
+    }
+}
+
+impl<T, const BASE: u32, const FIXED: u32> Drop for Chunks<T, BASE, FIXED> {
+    fn drop(&mut self) {
+        for (c, cell) in self.chunks.iter_mut().enumerate() {
+            let p = *cell.get_mut();
+            if !p.is_null() {
+                // SAFETY: a published chunk, owned here.
+                drop(unsafe { Self::reclaim(p, c) });
+            }
+        }
     }
 }
 

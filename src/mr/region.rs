@@ -70,6 +70,14 @@ impl Handle {
     pub fn slot(&self) -> u32 {
         self.slot
     }
+
+    /// The slot's generation: with [`Handle::slot`], all a provider needs
+    /// to keep to find the region again ([`Registry::handle_at`]).
+    ///
+    /// [`Registry::handle_at`]: crate::mr::Registry::handle_at
+    pub fn gen(&self) -> u64 {
+        self.gen
+    }
 }
 
 /// A registration request. Build it with [`Request::new`] and set the fields

@@ -75,13 +75,18 @@ pub struct Stats {
     pub engine_bytes: usize,
 }
 
+/// Registrations and closes are not counted as they happen: every close
+/// moves its slot to the next generation, so the closes are the sum of the
+/// slots' generations (less the generations a provider-key registration
+/// skipped, counted here), and the registrations are the closes plus the
+/// live slots ([`Registry::tally`]). The register/close pair pays nothing
+/// for its statistics.
 #[derive(Default)]
 #[repr(align(128))]
 struct Counters {
-    /// Bumped once per registration and close: without a locked
-    /// instruction ([`crate::tally`]).
-    registrations: crate::tally::Tally,
-    closes: crate::tally::Tally,
+    /// Generations skipped by registrations (a key that would have been
+    /// `FI_KEY_NOTAVAIL`): rare.
+    skipped: AtomicU64,
     failures: AtomicU64,
     denied: AtomicU64,
 }
@@ -266,6 +271,21 @@ impl Registry {
     fn live(&self, h: &Handle) -> Result<Snap> {
         match self.snapshot(h.slot) {
             Some(s) if gen_of(s.seq) == h.gen && s.key == h.key => Ok(s),
+            _ => Err(Error::INVAL),
+        }
+    }
+
+    /// The handle of the live region in `slot` at generation `gen` (what a
+    /// provider that keeps [`Handle::slot`] and [`Handle::gen`] holds):
+    /// `INVAL` once that region is closed.
+    #[inline]
+    pub fn handle_at(&self, slot: u32, gen: u64) -> Result<Handle> {
+        match self.snapshot(slot) {
+            Some(s) if gen_of(s.seq) == gen => Ok(Handle {
+                slot,
+                gen,
+                key: s.key,
+            }),
             _ => Err(Error::INVAL),
         }
     }
@@ -488,8 +508,7 @@ impl Registry {
         meta: u64,
         pairs: &[(u64, u64)],
     ) -> Result<Handle> {
-        let idx = self.slots.pop().ok_or(Error::NOSPC)?;
-        let slot = self.slot(idx).expect("popped slots exist");
+        let (idx, slot) = self.slots.pop_slot().ok_or(Error::NOSPC)?;
         let n = pairs.len();
         let block = if n > 1 {
             match self.pool.alloc(n) {
@@ -512,6 +531,7 @@ impl Registry {
                     break k;
                 }
                 gen = (gen + 1) & GEN_MASK;
+                self.counters.skipped.fetch_add(1, Ordering::Relaxed);
             }
         };
         // Readers that raced with the slot's last close must see its new
@@ -549,8 +569,6 @@ impl Registry {
         };
         slot.seq
             .store((gen << GEN_SHIFT) | READY | enabled, Ordering::Release);
-        let c = &self.counters;
-        c.registrations.bump();
         Ok(Handle {
             slot: idx,
             gen,
@@ -570,12 +588,18 @@ impl Registry {
     /// caller's per-slot state (a provider's MR object) is still its own
     /// there.
     pub fn close_with(&self, h: &Handle, teardown: impl FnOnce()) -> Result<()> {
-        let slot = self.slot(h.slot).ok_or(Error::INVAL)?;
+        self.close_at(h.slot, h.gen, teardown).map(|_| ())
+    }
+
+    /// As [`Registry::close_with`], for the region in `slot` at generation
+    /// `gen`; returns its handle (with its key), now stale.
+    pub fn close_at(&self, slot_ix: u32, gen: u64, teardown: impl FnOnce()) -> Result<Handle> {
+        let slot = self.slot(slot_ix).ok_or(Error::INVAL)?;
         // One CAS takes the slot from readers, unless sub-regions live
         // (they count in `seq`, so none can be added meanwhile).
         let mut s = slot.seq.load(Ordering::Acquire);
         loop {
-            if s & READY == 0 || gen_of(s) != h.gen {
+            if s & READY == 0 || gen_of(s) != gen {
                 return Err(Error::INVAL);
             }
             if s & CHILD_MASK != 0 {
@@ -604,11 +628,13 @@ impl Registry {
         if let Some(p) = links_parent(links).and_then(|p| self.slot(p)) {
             p.seq.fetch_sub(CHILD_ONE, Ordering::AcqRel);
         }
-        let c = &self.counters;
-        c.closes.bump();
         teardown();
-        self.slots.push(h.slot);
-        Ok(())
+        self.slots.push_slot(slot_ix, slot);
+        Ok(Handle {
+            slot: slot_ix,
+            gen,
+            key,
+        })
     }
 
     /// Moves `seq` of a live region from `s` to `f(s)` atomically; `f`
@@ -718,15 +744,31 @@ impl Registry {
         }
     }
 
-    /// The counters; O(slots ever used) for `live_bytes`.
+    /// Live regions, closes and the live regions' bytes, from the slots:
+    /// O(slots ever used). Exact when nothing registers or closes
+    /// meanwhile; otherwise each slot is counted as the scan found it.
+    fn tally(&self) -> (usize, u64, u64) {
+        let (mut live, mut gens, mut bytes) = (0usize, 0u64, 0u64);
+        for i in 0..self.slots.high_water() as u32 {
+            let Some(s) = self.slot(i) else { continue };
+            gens += gen_of(s.seq.load(Ordering::Acquire));
+            if let Some(snap) = self.snapshot(i) {
+                live += 1;
+                bytes += snap.len;
+            }
+        }
+        let closes = gens.saturating_sub(self.counters.skipped.load(Ordering::Relaxed));
+        (live, closes, bytes)
+    }
+
+    /// The counters; O(slots ever used).
     pub fn stats(&self) -> Stats {
         let c = &self.counters;
-        let closes = c.closes.sum();
-        let registrations = c.registrations.sum();
+        let (live, closes, live_bytes) = self.tally();
         Stats {
-            live_regions: registrations.saturating_sub(closes) as usize,
-            live_bytes: self.live_regions().iter().map(|r| r.len).sum(),
-            registrations,
+            live_regions: live,
+            live_bytes,
+            registrations: closes + live as u64,
             closes,
             failures: c.failures.load(Ordering::Relaxed),
             denied: c.denied.load(Ordering::Relaxed),
@@ -741,11 +783,9 @@ impl Registry {
         self.counters.denied.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Live regions.
+    /// Live regions; O(slots ever used).
     pub fn len(&self) -> usize {
-        let closes = self.counters.closes.sum();
-        let registrations = self.counters.registrations.sum();
-        registrations.saturating_sub(closes) as usize
+        self.tally().0
     }
 
     pub fn is_empty(&self) -> bool {

@@ -176,7 +176,15 @@ impl Slots {
     }
 
     /// A free slot, owned by the caller until it publishes or pushes it.
+    #[cfg(test)]
     pub(crate) fn pop(&self) -> Option<u32> {
+        self.pop_slot().map(|(i, _)| i)
+    }
+
+    /// A free slot and its index, owned by the caller until it publishes
+    /// or pushes it.
+    #[inline]
+    pub(crate) fn pop_slot(&self) -> Option<(u32, &Slot)> {
         let mut h = self.free.head.load(Ordering::Acquire);
         loop {
             let top = h as u32;
@@ -185,34 +193,41 @@ impl Slots {
             }
             // A stale `next` (the slot was popped and reused meanwhile) is
             // harmless: the tag makes the CAS fail.
-            let next = self
-                .get(top - 1)
-                .map_or(0, |s| s.links.load(Ordering::Relaxed) & 0xffff_ffff);
+            let slot = self.get(top - 1);
+            let next = slot.map_or(0, |s| s.links.load(Ordering::Relaxed) & 0xffff_ffff);
             let new = (((h >> 32) + 1) << 32) | next;
             match self
                 .free
                 .head
                 .compare_exchange_weak(h, new, Ordering::AcqRel, Ordering::Acquire)
             {
-                Ok(_) => return Some(top - 1),
+                Ok(_) => return slot.map(|s| (top - 1, s)),
                 Err(cur) => h = cur,
             }
         }
     }
 
-    fn fresh(&self) -> Option<u32> {
+    fn fresh(&self) -> Option<(u32, &Slot)> {
         let i = self.free.fresh.fetch_add(1, Ordering::Relaxed);
         if i >= self.limit {
             self.free.fresh.fetch_sub(1, Ordering::Relaxed);
             return None;
         }
-        self.slots.get_or_alloc(i)?;
-        Some(i as u32)
+        let slot = self.slots.get_or_alloc(i)?;
+        Some((i as u32, slot))
     }
 
     /// Returns a slot that nobody can reach any more.
     pub(crate) fn push(&self, i: u32) {
-        let Some(slot) = self.get(i) else { return };
+        if let Some(slot) = self.get(i) {
+            self.push_slot(i, slot);
+        }
+    }
+
+    /// As [`Slots::push`], for a caller that holds the slot (`slot` is
+    /// slot `i`).
+    #[inline]
+    pub(crate) fn push_slot(&self, i: u32, slot: &Slot) {
         let mut h = self.free.head.load(Ordering::Relaxed);
         loop {
             slot.links.store(h & 0xffff_ffff, Ordering::Relaxed);

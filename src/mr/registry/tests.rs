@@ -678,6 +678,73 @@ fn stats_count() {
 }
 
 #[test]
+fn stats_count_reused_slots_and_refusals_from_the_generations() {
+    // Registrations and closes come from the slots' generations: a slot
+    // reused many times counts each of its regions once, a refused
+    // registration that took a slot (a requested key in use) counts none,
+    // and a concurrent churn adds up exactly once it is over.
+    for r in [prov(), requested(8)] {
+        let iov = [(0x1000u64, 64u64)];
+        let mut q = Request::new(&iov, RW);
+        for i in 0..1000u64 {
+            q.requested_key = 1000 + i;
+            let h = r.register(&q).unwrap();
+            r.close(&h).unwrap();
+        }
+        q.requested_key = 7;
+        let keep = r.register(&q).unwrap();
+        if !r.prov_keys() {
+            assert_eq!(r.register(&q), Err(Error::NOKEY));
+        }
+        let s = r.stats();
+        assert_eq!((s.registrations, s.closes, s.live_regions), (1001, 1000, 1));
+        std::thread::scope(|sc| {
+            for t in 0..2u64 {
+                let r = &r;
+                sc.spawn(move || {
+                    let mut q = Request::new(&iov, RW);
+                    for i in 0..5000u64 {
+                        q.requested_key = ((t + 1) << 32) | i;
+                        let h = r.register(&q).unwrap();
+                        r.close(&h).unwrap();
+                    }
+                });
+            }
+        });
+        r.close(&keep).unwrap();
+        let s = r.stats();
+        assert_eq!(
+            (s.registrations, s.closes, s.live_regions),
+            (11_001, 11_001, 0)
+        );
+        assert!(r.is_empty());
+    }
+}
+
+#[test]
+fn handle_at_finds_the_region_by_slot_and_generation_until_it_closes() {
+    for r in [prov(), requested(8)] {
+        let iov = [(0x1000u64, 64u64)];
+        let mut q = Request::new(&iov, RW);
+        q.requested_key = 11;
+        let a = r.register(&q).unwrap();
+        assert_eq!(r.handle_at(a.slot(), a.gen()), Ok(a));
+        assert_eq!(r.handle_at(a.slot(), a.gen() + 1), Err(Error::INVAL));
+        assert_eq!(r.handle_at(u32::MAX, 0), Err(Error::INVAL));
+        assert_eq!(r.close_at(a.slot(), a.gen(), || {}), Ok(a));
+        assert_eq!(r.handle_at(a.slot(), a.gen()), Err(Error::INVAL));
+        // The slot is reused at the next generation; the old pair names
+        // nothing and cannot close the new region.
+        q.requested_key = 12;
+        let b = r.register(&q).unwrap();
+        assert_eq!((b.slot(), b.gen()), (a.slot(), a.gen() + 1));
+        assert_eq!(r.close_at(a.slot(), a.gen(), || {}), Err(Error::INVAL));
+        assert_eq!(r.handle_at(b.slot(), b.gen()), Ok(b));
+        r.close(&b).unwrap();
+    }
+}
+
+#[test]
 fn live_regions_lists_what_is_open() {
     let r = prov();
     let a = reg(&r, &[(0x1000, 1)], RW, RegFlags::empty()).unwrap();

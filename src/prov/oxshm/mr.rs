@@ -14,7 +14,7 @@ use crate::mr::{Access, Bindings, Handle, RegFlags, Request, RAW_KEY_SIZE};
 use crate::prov::info::version;
 use libc::{c_int, c_void, iovec, size_t};
 use std::mem::offset_of;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 /// Registration flags of fi_mr(3) FLAGS.
 pub const KNOWN_FLAGS: u64 = FI_RMA_EVENT
@@ -38,9 +38,10 @@ pub const XPU_DESC_SIZE: usize = 8;
 #[repr(C)]
 pub struct Mr {
     pub fid: fid_mr,
-    /// The engine's key (also under FI_MR_RAW, where `fid.key` is
-    /// FI_KEY_NOTAVAIL).
-    key: u64,
+    /// The engine slot's generation at registration; the slot is the
+    /// entry's place in the pool. With them the region is found without a
+    /// key lookup ([`Mr::handle`]).
+    gen: u64,
 }
 
 /// Bytes of one pool chunk; chunks are aligned to their size, so an MR's
@@ -54,66 +55,72 @@ const PER_CHUNK: usize = (CHUNK_BYTES - CHUNK_HEAD) / std::mem::size_of::<Mr>();
 #[repr(C)]
 struct ChunkHead {
     domain: *const Domain,
+    /// The engine slot of the chunk's first entry.
+    first: u32,
 }
-
-/// One chunk's memory (an address; the pool owns it).
-struct Chunk(std::ptr::NonNull<u8>);
-
-// SAFETY: the chunk is plain memory shared through C pointers; an entry is
-// written only by the thread that owns its engine slot.
-unsafe impl Send for Chunk {}
-// SAFETY: as above.
-unsafe impl Sync for Chunk {}
 
 /// The MR objects of one domain, indexed by engine slot: no allocation per
 /// registration, O(1) from slot to object and from object to domain.
 pub struct MrPool {
-    chunks: Box<[OnceLock<Chunk>]>,
+    /// Chunk `c`: NULL or a chunk from [`map_chunk`] (the pool owns it),
+    /// published once by compare-and-swap.
+    chunks: Box<[AtomicPtr<u8>]>,
 }
 
 impl MrPool {
     pub fn new(max_regions: usize) -> MrPool {
         let n = max_regions.div_ceil(PER_CHUNK);
         MrPool {
-            chunks: (0..n).map(|_| OnceLock::new()).collect(),
+            chunks: (0..n)
+                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+                .collect(),
         }
     }
 
     /// The object of engine slot `slot` of domain `d`.
+    #[inline]
     fn get(&self, d: &Domain, slot: u32) -> Result<*mut Mr> {
         let (c, i) = (slot as usize / PER_CHUNK, slot as usize % PER_CHUNK);
         let cell = self.chunks.get(c).ok_or(Error::NOSPC)?;
-        let chunk = match cell.get() {
-            Some(ch) => ch,
-            None => {
-                // Zeroed memory is a closed MR (fclass FI_CLASS_UNSPEC).
-                let Some(p) = map_chunk() else {
-                    crate::ox_log!(Warn, Mr, super::NAME, "out of memory for MR objects");
-                    return Err(Error::NOMEM);
-                };
-                // SAFETY: the chunk starts with its head.
-                unsafe { (*(p.as_ptr() as *mut ChunkHead)).domain = d };
-                if let Err(Chunk(lost)) = cell.set(Chunk(p)) {
-                    // Another thread won the race; keep its chunk.
-                    unmap_chunk(lost);
-                }
-                cell.get().expect("chunk just set")
-            }
-        };
+        let mut chunk = cell.load(Ordering::Acquire);
+        if chunk.is_null() {
+            chunk = Self::add_chunk(cell, d, c)?;
+        }
         // SAFETY: i < PER_CHUNK, so the entry lies inside the chunk.
-        Ok(unsafe {
-            chunk
-                .0
-                .as_ptr()
-                .add(CHUNK_HEAD + i * std::mem::size_of::<Mr>())
-        } as *mut Mr)
+        Ok(unsafe { chunk.add(CHUNK_HEAD + i * std::mem::size_of::<Mr>()) } as *mut Mr)
+    }
+
+    #[cold]
+    fn add_chunk(cell: &AtomicPtr<u8>, d: &Domain, c: usize) -> Result<*mut u8> {
+        // Zeroed memory is a closed MR (fclass FI_CLASS_UNSPEC).
+        let Some(p) = map_chunk() else {
+            crate::ox_log!(Warn, Mr, super::NAME, "out of memory for MR objects");
+            return Err(Error::NOMEM);
+        };
+        let p = p.as_ptr();
+        // SAFETY: the chunk starts with its head, and is ours until
+        // published.
+        unsafe {
+            let head = p as *mut ChunkHead;
+            (*head).domain = d;
+            (*head).first = (c * PER_CHUNK) as u32;
+        }
+        match cell.compare_exchange(std::ptr::null_mut(), p, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => Ok(p),
+            Err(won) => {
+                // Another thread published this chunk first; keep its.
+                unmap_chunk(p);
+                Ok(won)
+            }
+        }
     }
 }
 
 impl Drop for MrPool {
     fn drop(&mut self) {
         for c in self.chunks.iter_mut() {
-            if let Some(Chunk(p)) = c.take() {
+            let p = std::mem::replace(c.get_mut(), std::ptr::null_mut());
+            if !p.is_null() {
                 unmap_chunk(p);
             }
         }
@@ -153,9 +160,9 @@ fn map_chunk() -> Option<std::ptr::NonNull<u8>> {
     std::ptr::NonNull::new(aligned as *mut u8)
 }
 
-fn unmap_chunk(p: std::ptr::NonNull<u8>) {
+fn unmap_chunk(p: *mut u8) {
     // SAFETY: a chunk from map_chunk, no longer referenced.
-    unsafe { libc::munmap(p.as_ptr() as *mut c_void, CHUNK_BYTES) };
+    unsafe { libc::munmap(p as *mut c_void, CHUNK_BYTES) };
 }
 
 /// Checks that `p` is a live oxshm MR.
@@ -206,15 +213,38 @@ static FI_OPS: fi_ops = fi_ops {
 };
 
 impl Mr {
-    fn domain(&self) -> &Domain {
+    #[inline]
+    fn head(&self) -> &ChunkHead {
         let base = (self as *const Mr as usize) & !(CHUNK_BYTES - 1);
-        // SAFETY: every Mr lives in a pool chunk whose head names its
-        // domain, and a domain cannot close while it has registrations.
-        unsafe { &*(*(base as *const ChunkHead)).domain }
+        // SAFETY: every Mr lives in a pool chunk, which starts with its
+        // head.
+        unsafe { &*(base as *const ChunkHead) }
     }
 
+    #[inline]
+    fn domain(&self) -> &Domain {
+        // SAFETY: a chunk's head names its domain, and a domain cannot
+        // close while it has registrations.
+        unsafe { &*self.head().domain }
+    }
+
+    /// The engine slot: the entry's place in the pool.
+    #[inline]
+    fn slot(&self) -> u32 {
+        let off = (self as *const Mr as usize) & (CHUNK_BYTES - 1);
+        self.head().first + ((off - CHUNK_HEAD) / std::mem::size_of::<Mr>()) as u32
+    }
+
+    /// The live region this MR registered (`INVAL` once closed).
+    #[inline]
     fn handle(&self) -> Result<Handle> {
-        self.domain().registry.handle(self.key)
+        self.domain().registry.handle_at(self.slot(), self.gen)
+    }
+
+    /// The region's key, for log lines (also under FI_MR_RAW, where
+    /// `fid.key` is FI_KEY_NOTAVAIL).
+    fn key(&self) -> u64 {
+        self.handle().map_or(self.fid.key, |h| h.key())
     }
 }
 
@@ -621,7 +651,7 @@ fn register(d: &Domain, mut input: Input, out: *mut *mut fid_mr) -> Result<i32> 
     // SAFETY: the engine gave this thread the slot, so its pool entry is ours
     // to fill until *out is written; fclass goes last, publishing it.
     unsafe {
-        (*mr).key = h.key();
+        (*mr).gen = h.gen();
         (*mr).fid.key = if d.mr_mode & FI_MR_RAW != 0 {
             FI_KEY_NOTAVAIL
         } else {
@@ -668,8 +698,6 @@ unsafe extern "C" fn close(f: *mut fid) -> c_int {
         // SAFETY: mr_from_fid checks the object.
         let mr = unsafe { mr_from_fid(f) }?;
         let d = mr.domain();
-        let key = mr.key;
-        let h = d.registry.handle(key)?;
         // The engine arbitrates concurrent closes and refuses while
         // sub-regions of this one are live. The teardown runs while the slot
         // (and so this pool entry) is still ours: once the engine frees the
@@ -678,8 +706,9 @@ unsafe extern "C" fn close(f: *mut fid) -> c_int {
         // finished (quiesce), so that counters bound to the region count
         // every access the region accepted; they are keyed by handle, so a
         // region that reuses the key meanwhile has its own.
+        let (slot, gen) = (mr.slot(), mr.gen);
         d.registry
-            .close_with(&h, || {
+            .close_at(slot, gen, || {
                 // SAFETY: this thread owns the closed slot's entry; the pool
                 // keeps it readable for stale pointers.
                 unsafe {
@@ -689,15 +718,16 @@ unsafe extern "C" fn close(f: *mut fid) -> c_int {
                     )
                 };
             })
-            .inspect(|_| {
+            .inspect(|h| {
                 d.quiesce();
-                release_bindings(d, &h);
+                release_bindings(d, h);
                 if let Some(pins) = &d.pins {
-                    pins.unpin_mr(key);
+                    pins.unpin_mr(h.key());
                 }
             })
             .inspect_err(|e| {
                 if *e == Error::BUSY {
+                    let key = mr.key();
                     crate::ox_log!(
                         Warn,
                         Mr,
@@ -773,7 +803,7 @@ unsafe extern "C" fn bind(f: *mut fid, bfid: *mut fid, flags: u64) -> c_int {
                     Mr,
                     super::NAME,
                     "fi_mr_bind on MR 0x{:x}: under FI_MR_RMA_EVENT a counter binds only to a region registered with FI_RMA_EVENT",
-                    mr.key
+                    mr.key()
                 );
                 return Err(Error::INVAL);
             }
@@ -783,7 +813,7 @@ unsafe extern "C" fn bind(f: *mut fid, bfid: *mut fid, flags: u64) -> c_int {
                     Mr,
                     super::NAME,
                     "fi_mr_bind on MR 0x{:x}: {e} (bindings come before fi_mr_enable)",
-                    mr.key
+                    mr.key()
                 );
             })?;
             c.hdr.hold();
@@ -816,7 +846,7 @@ unsafe extern "C" fn bind(f: *mut fid, bfid: *mut fid, flags: u64) -> c_int {
                     Mr,
                     super::NAME,
                     "fi_mr_bind on MR 0x{:x}: {e} (bindings come before fi_mr_enable)",
-                    mr.key
+                    mr.key()
                 );
             })?;
             e.hold_mr();
@@ -1111,7 +1141,7 @@ unsafe extern "C" fn control(f: *mut fid, command: c_int, arg: *mut c_void) -> c
                         Mr,
                         super::NAME,
                         "fi_mr_enable on MR 0x{:x}: {e}",
-                        mr.key
+                        mr.key()
                     );
                 })?;
                 Ok(0)
@@ -1193,7 +1223,7 @@ unsafe fn refresh(mr: &Mr, m: &fi_mr_modify) -> Result<i32> {
                 Mr,
                 super::NAME,
                 "fi_mr_refresh: 0x{base:x}+{len} is not part of MR 0x{:x}",
-                mr.key
+                mr.key()
             );
             return Err(Error::INVAL);
         }
@@ -1243,7 +1273,7 @@ unsafe fn xpu_desc(mr: &Mr, x: &fi_mr_xpu_desc) -> Result<i32> {
             return Err(Error::TOOSMALL);
         }
         std::ptr::copy_nonoverlapping(
-            mr.key.to_ne_bytes().as_ptr(),
+            mr.handle()?.key().to_ne_bytes().as_ptr(),
             x.buf as *mut u8,
             XPU_DESC_SIZE,
         );
