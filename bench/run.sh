@@ -10,7 +10,8 @@
 #   upstream   Debian's libfabric 1.17 (system library), provider shm
 # RUNS times each, interleaved (ours, up21, upstream, ours, ...), and every
 # figure is the median over the runs of each run's own median. Two tables
-# give ours/reference ratios: against upstream 2.1.0 with the targets of
+# give ours/reference ratios (the median of the ratios within each run,
+# beside the ratio of the two medians): against upstream 2.1.0 with the targets of
 # the registration issue (12: reg+close of 4 KiB and regv of 4 iovs at most
 # 0.5x, reg and close at 100,000 live MRs at most 0.2x, at most 128 bytes
 # per MR), and against Debian's 1.17 with the targets of issue 3. A MISS is
@@ -95,7 +96,7 @@ for r in $(seq 1 "$RUNS"); do
 done
 elapsed=$(($(date +%s) - start))
 
-echo "== mr_bench: $RUNS run(s) per library, ${elapsed}s; figures are medians"
+echo "== mr_bench: $RUNS run(s) per library, ${elapsed}s; figures are medians, ratios are medians of per-run ratios"
 for who in ours up21 upstream; do
 	echo "-- $who"
 	grep -E '^(lib|fi_version|negotiated) ' "$OUT/$who.1.log" | sed 's/^/   /'
@@ -138,19 +139,39 @@ metrics_deb=(
 	"rss_domain|RSS growth of fi_domain|bytes|-"
 )
 
+# paired REF METRIC: the median over the runs of ours/REF within each run
+# (run r of ours and run r of REF ran back to back). Whole runs on this VM
+# land on one of two speed levels about 1.5x apart, for every library
+# alike; a ratio of two medians can pair one side's fast level with the
+# other's slow one, a ratio within a run rarely does.
+paired() {
+	local r o u v=""
+	for r in $(seq 1 "$RUNS"); do
+		o=$(awk -v m="$2" '$1 == "value" && $2 == m { print $3 }' "$OUT/ours.$r.log")
+		u=$(awk -v m="$2" '$1 == "value" && $2 == m { print $3 }' "$OUT/$1.$r.log")
+		[ -n "$o" ] && [ -n "$u" ] || continue
+		v+=$(awk -v o="$o" -v u="$u" 'BEGIN { if (u > 0) printf "%.4f\n", o / u }')$'\n'
+	done
+	v=$(grep . <<<"$v" | sort -g) || { echo n/a; return; }
+	awk '{ a[NR] = $1 } END { printf "%.3f", (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }' <<<"$v"
+}
+
 results=()
-# table REF TITLE METRIC...: ours against the runs of REF.
+# table REF TITLE METRIC...: ours against the runs of REF. `ratio` is the
+# median of the per-run ratios (paired), the verdict's basis; `med/med`
+# divides the two medians.
 table() {
-	local ref=$1 title=$2 m name label unit target o u ratio t tdesc verdict
+	local ref=$1 title=$2 m name label unit target o u ratio mm t tdesc verdict
 	shift 2
 	printf '\n-- ours against %s\n' "$title"
-	printf '%-36s %-9s %11s %11s %7s  %-14s %s\n' metric unit ours "$ref" ratio target verdict
+	printf '%-36s %-9s %11s %11s %7s %7s  %-14s %s\n' metric unit ours "$ref" ratio med/med target verdict
 	printf '%s\n' "$(printf '%.0s-' {1..100})"
 	for m in "$@"; do
 		IFS='|' read -r name label unit target <<<"$m"
 		o=$(fig ours "$name")
 		u=$(fig "$ref" "$name")
-		ratio=$(awk -v o="$o" -v u="$u" 'BEGIN { if (u > 0) printf "%.3f", o / u; else print "n/a" }')
+		mm=$(awk -v o="$o" -v u="$u" 'BEGIN { if (u > 0) printf "%.3f", o / u; else print "n/a" }')
+		ratio=$(paired "$ref" "$name")
 		case $target in
 		ratio:*)
 			t=${target#ratio:}
@@ -164,7 +185,7 @@ table() {
 			;;
 		*) tdesc=- verdict=- ;;
 		esac
-		printf '%-36s %-9s %11.1f %11.1f %7s  %-14s %s\n' "$label" "$unit" "$o" "$u" "$ratio" "$tdesc" "$verdict"
+		printf '%-36s %-9s %11.1f %11.1f %7s %7s  %-14s %s\n' "$label" "$unit" "$o" "$u" "$ratio" "$mm" "$tdesc" "$verdict"
 		results+=("result $name $o $u $ratio $tdesc $verdict $ref")
 	done
 }
