@@ -358,15 +358,55 @@ impl Registry {
         {
             return Err(Error::KEYREJECTED);
         }
+        let mut meta = meta_word(
+            req.access,
+            req.flags,
+            req.iface,
+            (req.page_size != 0).then(|| req.page_size.trailing_zeros()),
+            req.auth.is_some(),
+        );
+        let parent = match req.parent {
+            Some(p) => {
+                let pmeta = self.adopt(&p, req)?;
+                meta = (meta & !META_INHERIT) | (pmeta & META_INHERIT);
+                Some(p.slot)
+            }
+            None => None,
+        };
+        let r = if req.iovs.len() == 1 {
+            self.place(req, parent, req.iovs[0].0, total, meta, &[])
+        } else {
+            self.place_multi(req, parent, total, meta)
+        };
+        if r.is_err() {
+            if let Some(p) = parent.and_then(|p| self.slot(p)) {
+                p.seq.fetch_sub(CHILD_ONE, Ordering::AcqRel);
+            }
+        }
+        if r.is_ok() && req.sub_mr_cnt > 0 {
+            self.reserve(req.sub_mr_cnt);
+        }
+        r
+    }
+
+    /// [`Registry::place`] for a request of several iovs: the ranges (merged
+    /// under `VIRT_ADDR`, offsets otherwise) the pool will hold.
+    #[inline(never)]
+    fn place_multi(
+        &self,
+        req: &Request,
+        parent: Option<u32>,
+        total: u64,
+        meta: u64,
+    ) -> Result<Handle> {
         let virt = req.flags.contains(RegFlags::VIRT_ADDR);
         // What the slot and the pool will hold (see verify.rs). Up to
         // SMALL_IOVS offset-addressed pairs are built on the stack.
         const SMALL_IOVS: usize = 8;
         let mut small = [(0u64, 0u64); SMALL_IOVS];
         let heap: Ranges;
-        let (base, len, pairs): (u64, u64, &[(u64, u64)]) = if req.iovs.len() == 1 {
-            (req.iovs[0].0, total, &[])
-        } else if virt && req.iovs.len() <= SMALL_IOVS {
+        let (base, len, pairs): (u64, u64, &[(u64, u64)]) = if virt && req.iovs.len() <= SMALL_IOVS
+        {
             // Merged on the stack: a short list allocates nothing.
             let m = merge_small(&mut small, req.iovs);
             let bytes = small[..m].iter().map(|r| r.1 - r.0).sum();
@@ -394,31 +434,7 @@ impl Registry {
                 (req.iovs[0].0, total, &heap)
             }
         };
-        let mut meta = meta_word(
-            req.access,
-            req.flags,
-            req.iface,
-            (req.page_size != 0).then(|| req.page_size.trailing_zeros()),
-            req.auth.is_some(),
-        );
-        let parent = match req.parent {
-            Some(p) => {
-                let pmeta = self.adopt(&p, req)?;
-                meta = (meta & !META_INHERIT) | (pmeta & META_INHERIT);
-                Some(p.slot)
-            }
-            None => None,
-        };
-        let r = self.place(req, parent, base, len, meta, pairs);
-        if r.is_err() {
-            if let Some(p) = parent.and_then(|p| self.slot(p)) {
-                p.seq.fetch_sub(CHILD_ONE, Ordering::AcqRel);
-            }
-        }
-        if r.is_ok() && req.sub_mr_cnt > 0 {
-            self.reserve(req.sub_mr_cnt);
-        }
-        r
+        self.place(req, parent, base, len, meta, pairs)
     }
 
     /// Checks a sub-region against its base and counts it as the base's

@@ -257,10 +257,16 @@ impl Domain {
     }
 
     /// Removes and returns the bindings of the MR `h`.
+    #[inline]
     pub fn take_bindings(&self, h: &crate::mr::Handle) -> Vec<mr::Bound> {
         if self.bound_mrs.load(Ordering::Acquire) == 0 {
             return Vec::new();
         }
+        self.take_bindings_slow(h)
+    }
+
+    #[cold]
+    fn take_bindings_slow(&self, h: &crate::mr::Handle) -> Vec<mr::Bound> {
         let mut m = self.bindings.lock().unwrap_or_else(|e| e.into_inner());
         match m.remove(h) {
             Some(v) => {
@@ -305,6 +311,7 @@ impl Domain {
 
     /// Waits until no remote access that verified before now is still
     /// touching memory (after a region closed).
+    #[inline]
     pub fn quiesce(&self) {
         // Called after the region's close took its slot with a SeqCst CAS
         // on `seq` (Registry::close_with), and every access enters (a
@@ -314,9 +321,13 @@ impl Domain {
         // is refused) or its increment precedes this load, which then
         // waits for it. So a plain SeqCst load suffices here: no locked
         // instruction on the close path beyond the CAS itself.
-        if self.active.load(Ordering::SeqCst) == 0 {
-            return;
+        if self.active.load(Ordering::SeqCst) != 0 {
+            self.quiesce_slow();
         }
+    }
+
+    #[cold]
+    fn quiesce_slow(&self) {
         let mut spins = 0u32;
         while self.active.load(Ordering::SeqCst) != 0 {
             spins += 1;

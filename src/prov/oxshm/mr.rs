@@ -472,7 +472,7 @@ fn page_size_ok(p: u64) -> bool {
     p == 0 || (p.is_power_of_two() && p >= base && p <= 1 << 30)
 }
 
-fn register(d: &Domain, mut input: Input, out: *mut *mut fid_mr) -> Result<i32> {
+fn register(d: &Domain, input: &mut Input, out: *mut *mut fid_mr) -> Result<i32> {
     if out.is_null() {
         return refuse(d, Error::INVAL, format_args!("mr is NULL"));
     }
@@ -928,7 +928,7 @@ pub unsafe extern "C" fn reg(
 ) -> c_int {
     slot("fi_mr_reg", || {
         let d = domain_of(fid)?;
-        let input = Input::new(
+        let mut input = Input::new(
             Iovs::One([(buf as u64, len as u64)]),
             access,
             offset,
@@ -936,7 +936,7 @@ pub unsafe extern "C" fn reg(
             flags,
             context,
         );
-        register(d, input, mr)
+        register(d, &mut input, mr)
     })
 }
 
@@ -961,7 +961,7 @@ pub unsafe extern "C" fn regv(
         let iovs = unsafe { read_iovs(d, iov, count) }?;
         register(
             d,
-            Input::new(iovs, access, offset, requested_key, flags, context),
+            &mut Input::new(iovs, access, offset, requested_key, flags, context),
             mr,
         )
     })
@@ -1059,7 +1059,7 @@ pub unsafe extern "C" fn regattr(
             input.iovs = unsafe { read_iovs(d, a.__anon_mr_iov.mr_iov, a.iov_count) }?;
         }
         input.auth = read_auth(d, &a)?;
-        register(d, input, mr)
+        register(d, &mut input, mr)
     })
 }
 
