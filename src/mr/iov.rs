@@ -39,7 +39,7 @@ pub(crate) struct IovPool {
 }
 
 /// Size class (log2 of pairs per block) of a list of `n >= 2` iovs.
-fn class_of(n: usize) -> usize {
+pub(crate) fn class_of(n: usize) -> usize {
     n.next_power_of_two().trailing_zeros() as usize
 }
 

@@ -7,7 +7,7 @@
 //! for the read path and `slot.rs` for the protocol between the two.
 
 use super::index::Index;
-use super::iov::{IovPool, MAX_IOVS};
+use super::iov::{self, IovPool, MAX_IOVS};
 use super::key::{splitmix, KeyCodec};
 use super::region::{Bindings, Handle, RegFlags, RegionInfo, Request};
 use super::slot::*;
@@ -526,16 +526,23 @@ impl Registry {
     ) -> Result<Handle> {
         let (idx, slot) = self.slots.pop_slot().ok_or(Error::NOSPC)?;
         let n = pairs.len();
-        let block = if n > 1 {
-            match self.pool.alloc(n) {
+        // The block the slot's last region left parked, reused when it is
+        // of the size class this one needs and returned to the pool if not.
+        let parked = parked_block((slot.links.load(Ordering::Relaxed) >> 32) as u32);
+        let reuse = parked.filter(|&(c, _)| n > 1 && c == iov::class_of(n));
+        if let (Some((c, b)), None) = (parked, reuse) {
+            self.pool.free(1 << c, b);
+        }
+        let block = match reuse {
+            Some((_, b)) => b,
+            None if n > 1 => match self.pool.alloc(n) {
                 Some(b) => b,
                 None => {
-                    self.slots.push(idx);
+                    self.slots.push_slot(idx, slot, 0);
                     return Err(Error::NOSPC);
                 }
-            }
-        } else {
-            0
+            },
+            None => 0,
         };
         let mut gen = gen_of(slot.seq.load(Ordering::Relaxed));
         let key = if self.index.is_some() {
@@ -571,10 +578,12 @@ impl Registry {
         if let Some(ix) = &self.index {
             if !ix.insert(key, idx) {
                 slot.seq.store(gen << GEN_SHIFT, Ordering::Relaxed);
-                if n > 1 {
-                    self.pool.free(n, block);
-                }
-                self.slots.push(idx);
+                let keep = if n > 1 {
+                    parked_word(iov::class_of(n), block)
+                } else {
+                    0
+                };
+                self.slots.push_slot(idx, slot, keep);
                 return Err(Error::NOKEY);
             }
         }
@@ -637,15 +646,18 @@ impl Registry {
         if let Some(ix) = &self.index {
             ix.remove(key);
         }
+        // A multi-iov region's block stays with the slot (slot.rs).
         let n = links_iovs(links);
-        if n > 1 {
-            self.pool.free(n, links_block(links));
-        }
+        let keep = if n > 1 {
+            parked_word(iov::class_of(n), links_block(links))
+        } else {
+            0
+        };
         if let Some(p) = links_parent(links).and_then(|p| self.slot(p)) {
             p.seq.fetch_sub(CHILD_ONE, Ordering::AcqRel);
         }
         teardown();
-        self.slots.push_slot(slot_ix, slot);
+        self.slots.push_slot(slot_ix, slot, keep);
         Ok(Handle {
             slot: slot_ix,
             gen,

@@ -24,7 +24,9 @@
 //!
 //! `links`: bits 0-24 parent slot + 1 (0 = none), 25-39 iov count (0 or 1:
 //! the single iov is `base`/`len` itself), 40-63 iov block index. While the
-//! slot is free, `links` holds the next free slot + 1.
+//! slot is free, `links` holds the next free slot + 1 in its low 32 bits
+//! and, in its high 32 bits, the iov block the slot keeps for its next
+//! region ([`parked_word`]; 0: none).
 
 use super::chunks::{Chunks, Padded};
 use super::region::{Access, Bindings, RegFlags};
@@ -145,6 +147,19 @@ pub(crate) fn links_block(links: u64) -> u32 {
     (links >> BLOCK_SHIFT) as u32
 }
 
+/// The high half of a free slot's `links`: the iov block of size class
+/// `class` ([`crate::mr::iov`]) that the slot's last region used, kept for
+/// the slot's next region (a register/close pair of the same shape then
+/// takes no block from the pool's free list and returns none to it).
+pub(crate) fn parked_word(class: usize, block: u32) -> u32 {
+    (1 << 31) | ((class as u32 & 0x7f) << 24) | (block & 0xff_ffff)
+}
+
+/// The (class, block) of a parked word, if it holds one.
+pub(crate) fn parked_block(word: u32) -> Option<(usize, u32)> {
+    (word != 0).then_some((((word >> 24) & 0x7f) as usize, word & 0xff_ffff))
+}
+
 /// The slots of one registry and their free list (a Treiber stack whose
 /// head carries an ABA tag: `tag << 32 | (index + 1)`).
 pub(crate) struct Slots {
@@ -218,19 +233,23 @@ impl Slots {
     }
 
     /// Returns a slot that nobody can reach any more.
+    #[cfg(test)]
     pub(crate) fn push(&self, i: u32) {
         if let Some(slot) = self.get(i) {
-            self.push_slot(i, slot);
+            self.push_slot(i, slot, 0);
         }
     }
 
-    /// As [`Slots::push`], for a caller that holds the slot (`slot` is
-    /// slot `i`).
+    /// Returns slot `i` (`slot`), which nobody can reach any more, keeping
+    /// `parked` ([`parked_word`]) with it.
     #[inline]
-    pub(crate) fn push_slot(&self, i: u32, slot: &Slot) {
+    pub(crate) fn push_slot(&self, i: u32, slot: &Slot, parked: u32) {
         let mut h = self.free.head.load(Ordering::Relaxed);
         loop {
-            slot.links.store(h & 0xffff_ffff, Ordering::Relaxed);
+            slot.links.store(
+                (u64::from(parked) << 32) | (h & 0xffff_ffff),
+                Ordering::Relaxed,
+            );
             let new = (((h >> 32) + 1) << 32) | (u64::from(i) + 1);
             match self
                 .free
