@@ -9,7 +9,7 @@
 use super::index::Index;
 use super::iov::{self, IovPool, MAX_IOVS};
 use super::key::{splitmix, KeyCodec};
-use super::region::{Bindings, Handle, RegFlags, RegionInfo, Request};
+use super::region::{Access, Bindings, Handle, RegFlags, RegionInfo, Request};
 use super::slot::*;
 use crate::error::{Error, Result};
 use std::collections::HashMap;
@@ -753,6 +753,33 @@ impl Registry {
             return Err(Error::INVAL);
         }
         Ok(r.into_iter().map(|(s, e)| (s, e - s)).collect())
+    }
+
+    /// Whether the live region in `slot` at generation `gen` covers the
+    /// local buffer `[addr, end)`
+    /// with one of its ranges: `Some(its access)` if it does, `None` if not;
+    /// `INVAL` once it is closed. One snapshot; a single-iov region is
+    /// checked without allocating (the FI_MR_LOCAL data path).
+    pub fn local_cover(&self, slot: u32, gen: u64, addr: u64, end: u64) -> Result<Option<Access>> {
+        let s = self.slot(slot).ok_or(Error::INVAL)?;
+        loop {
+            let seq = s.seq.load(Ordering::Acquire);
+            if seq & READY == 0 || gen_of(seq) != gen {
+                return Err(Error::INVAL);
+            }
+            let snap = Snap::load(s, seq);
+            let inside = |a: u64, e: u64| addr >= a && end <= e;
+            let covered = if links_iovs(snap.links) <= 1 {
+                inside(snap.base, snap.base.saturating_add(snap.len))
+            } else {
+                self.read_ranges(&snap)
+                    .is_some_and(|r| r.iter().any(|&(a, e)| inside(a, e)))
+            };
+            fence(Ordering::Acquire);
+            if s.seq.load(Ordering::Relaxed) == seq {
+                return Ok(covered.then(|| meta_access(snap.meta)));
+            }
+        }
     }
 
     /// Every live region (for the log at domain close). O(slots ever used).

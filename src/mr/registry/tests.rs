@@ -892,3 +892,35 @@ fn a_refused_requested_key_keeps_the_block_with_the_slot() {
     assert_eq!(pieces(r.verify(6, 0, 32, RW, None)).len(), 4);
     r.close(&b).unwrap();
 }
+
+#[test]
+fn local_cover_checks_the_buffer_against_the_ranges() {
+    for r in [prov(), requested(8)] {
+        let mut next_key = 100u64;
+        let mut reg = |r: &Registry, iovs: &[(u64, u64)], access: Access, flags: RegFlags| {
+            let mut q = Request::new(iovs, access);
+            q.flags = flags;
+            next_key += 1;
+            q.requested_key = next_key;
+            r.register(&q)
+        };
+        let one = reg(&r, &[(0x1000, 0x100)], RW | Access::SEND, RegFlags::empty()).unwrap();
+        let cover = |h: &Handle, a: u64, e: u64| r.local_cover(h.slot(), h.gen(), a, e);
+        assert_eq!(cover(&one, 0x1000, 0x1100), Ok(Some(RW | Access::SEND)));
+        assert_eq!(cover(&one, 0x1080, 0x1081), Ok(Some(RW | Access::SEND)));
+        assert_eq!(cover(&one, 0xfff, 0x1001), Ok(None));
+        assert_eq!(cover(&one, 0x10ff, 0x1101), Ok(None));
+        // Several iovs, both addressing modes: a buffer lies inside one of
+        // them, never across the hole between two.
+        for flags in [RegFlags::empty(), RegFlags::VIRT_ADDR] {
+            let two = reg(&r, &[(0x4000, 0x100), (0x8000, 0x100)], RW, flags).unwrap();
+            assert_eq!(cover(&two, 0x8010, 0x8020), Ok(Some(RW)));
+            assert_eq!(cover(&two, 0x4000, 0x4100), Ok(Some(RW)));
+            assert_eq!(cover(&two, 0x40f0, 0x8010), Ok(None));
+            r.close(&two).unwrap();
+            assert_eq!(cover(&two, 0x8010, 0x8020), Err(Error::INVAL));
+        }
+        r.close(&one).unwrap();
+        assert_eq!(cover(&one, 0x1000, 0x1001), Err(Error::INVAL));
+    }
+}

@@ -294,14 +294,8 @@ pub unsafe fn check_local_desc(
         );
         return Err(Error::INVAL);
     }
-    let h = mr.handle()?;
-    let info = d.registry.region(&h)?;
-    let iovs = d.registry.iovs(&h)?;
     let end = addr.checked_add(len).ok_or(Error::INVAL)?;
-    let covered = iovs
-        .iter()
-        .any(|&(a, l)| addr >= a && end <= a.saturating_add(l));
-    if !covered {
+    let Some(region_access) = d.registry.local_cover(mr.slot(), mr.gen, addr, end)? else {
         crate::ox_log!(
             Warn,
             EpData,
@@ -309,13 +303,13 @@ pub unsafe fn check_local_desc(
             "{call}: local buffer 0x{addr:x}+{len} lies outside the registration of its descriptor"
         );
         return Err(Error::INVAL);
-    }
+    };
     // A registration that names no local right allows them all (fi_mr(3)).
     let local = crate::mr::Access::READ
         | crate::mr::Access::WRITE
         | crate::mr::Access::SEND
         | crate::mr::Access::RECV;
-    if info.access.intersects(local) && !info.access.contains(access) {
+    if region_access.intersects(local) && !region_access.contains(access) {
         crate::ox_log!(
             Warn,
             EpData,
