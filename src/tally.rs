@@ -2,9 +2,9 @@
 //! instruction.
 //!
 //! A locked add costs 6-7 ns on the machines this is measured on, and the
-//! registration path counted twice per registration and close (the
-//! registry's statistics; the shim's count of libfabric's own
-//! registrations). Here each thread adds to a shard only it writes, with a
+//! shim counts every registration libfabric makes itself. (The registry
+//! needs no counter at all: its statistics come from the slots'
+//! generations.) Here each thread adds to a shard only it writes, with a
 //! plain load and store, and readers sum the shards: a reader that
 //! happens after the counting threads' increments (a join, a lock, the
 //! application's own ordering of its calls) sees all of them, as with one
