@@ -1,98 +1,12 @@
 //! The C boundary: every `extern "C"` export of libfabric.so.1.
 //!
-//! Each export's body runs through [`guard`] (or one of its typed siblings),
-//! which catches panics (-FI_EOTHER) and turns the core's [`Error`] into a
-//! negative `FI_E*` code in one place.
+//! Each export's body runs through `guard` (or one of its typed siblings,
+//! in [`crate::boundary`]), which catches panics (-FI_EOTHER) and turns the
+//! core's `Error` into a negative `FI_E*` code in one place.
 
-use crate::error::{Error, Result};
-use once_cell::sync::Lazy;
-use std::panic::{catch_unwind, AssertUnwindSafe};
-
-/// Fault injection for tests of the panic barrier: `FI_OX_PANIC_AT=<name>`
-/// makes the export of that name panic inside its guard.
-static PANIC_AT: Lazy<Option<String>> = Lazy::new(|| std::env::var("FI_OX_PANIC_AT").ok());
-
-fn injected_panic(func: &str) {
-    if let Some(name) = PANIC_AT.as_deref() {
-        if name == func {
-            panic!("fault injected into {func} by FI_OX_PANIC_AT");
-        }
-    }
-}
-
-/// Runs `f` for an export that returns `int`: `Ok(n)` -> n, `Err(e)` -> -e,
-/// a panic -> -FI_EOTHER (logged).
-pub(crate) fn guard(func: &str, f: impl FnOnce() -> Result<i32>) -> i32 {
-    match catch_unwind(AssertUnwindSafe(|| {
-        injected_panic(func);
-        f()
-    })) {
-        Ok(Ok(v)) => v,
-        Ok(Err(e)) => e.code(),
-        Err(_) => {
-            panic_logged(func);
-            Error::OTHER.code()
-        }
-    }
-}
-
-/// As [`guard`], for exports that return `ssize_t`.
-pub(crate) fn guard_ssize(func: &str, f: impl FnOnce() -> Result<isize>) -> isize {
-    match catch_unwind(AssertUnwindSafe(|| {
-        injected_panic(func);
-        f()
-    })) {
-        Ok(Ok(v)) => v,
-        Ok(Err(e)) => e.code() as isize,
-        Err(_) => {
-            panic_logged(func);
-            Error::OTHER.code() as isize
-        }
-    }
-}
-
-/// As [`guard`], for exports that return a value with no error channel
-/// (pointers, `uint64_t`): a panic or error yields `fallback`.
-pub(crate) fn guard_or<T>(func: &str, fallback: T, f: impl FnOnce() -> Result<T>) -> T {
-    match catch_unwind(AssertUnwindSafe(|| {
-        injected_panic(func);
-        f()
-    })) {
-        Ok(Ok(v)) => v,
-        Ok(Err(_)) => fallback,
-        Err(_) => {
-            panic_logged(func);
-            fallback
-        }
-    }
-}
-
-fn panic_logged(func: &str) {
-    crate::log::write_line(
-        "core",
-        crate::log::Level::Warn,
-        "core",
-        func,
-        0,
-        "internal panic caught at the C boundary; returning -FI_EOTHER",
-    );
-}
-
-/// Fails with -FI_EINVAL (and a warning naming `what`) when `p` is NULL.
-pub(crate) fn nonnull<T>(p: *const T, func: &str, what: &str) -> Result<()> {
-    if p.is_null() {
-        crate::log::emit(
-            "core",
-            crate::log::Level::Warn,
-            crate::log::Subsys::Core,
-            func,
-            line!(),
-            format_args!("{what} is NULL"),
-        );
-        return Err(Error::INVAL);
-    }
-    Ok(())
-}
+// The panic barrier and the NULL check live below the providers, which
+// call them too (crate::boundary); the exports reach them from here.
+pub(crate) use crate::boundary::{guard, guard_or, guard_ssize, nonnull};
 
 /// `op!(ops, OpsType, slot)`: the function in an ops table's slot, or
 /// `Err(Error::NOSYS)` when the table is NULL, too short to hold the slot
@@ -302,24 +216,5 @@ pub(crate) mod fake {
         pub fn fake_ptr<T>(v: usize) -> *mut T {
             v as *mut T
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn guard_maps_results_and_catches_panics() {
-        assert_eq!(guard("t", || Ok(7)), 7);
-        assert_eq!(guard("t", || Err(Error::NOKEY)), -266);
-        assert_eq!(guard("t", || panic!("boom")), Error::OTHER.code());
-        assert_eq!(
-            guard_ssize("t", || panic!("boom")),
-            Error::OTHER.code() as isize
-        );
-        assert_eq!(guard_or("t", 5u64, || panic!("boom")), 5);
-        assert_eq!(guard_or("t", 5u64, || Err(Error::INVAL)), 5);
-        assert_eq!(nonnull(std::ptr::null::<u8>(), "t", "p"), Err(Error::INVAL));
     }
 }

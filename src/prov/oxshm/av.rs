@@ -276,8 +276,8 @@ pub unsafe extern "C" fn open(
     slot("fi_av_open", || {
         // SAFETY: from_fid checks the object.
         let d = unsafe { from_fid::<Domain>(domain as *const fid) }?;
-        crate::capi::nonnull(attr, "fi_av_open", "attr")?;
-        crate::capi::nonnull(av, "fi_av_open", "av")?;
+        crate::boundary::nonnull(attr, "fi_av_open", "attr")?;
+        crate::boundary::nonnull(av, "fi_av_open", "av")?;
         // SAFETY: attr checked non-NULL; every field is from libfabric 1.0.
         let a = unsafe { *attr };
         let kind = match fi_av_type::from_raw(a.r#type) {
@@ -620,7 +620,7 @@ unsafe extern "C" fn insert(
         if count == 0 {
             return Ok(0);
         }
-        crate::capi::nonnull(addr, "fi_av_insert", "addr")?;
+        crate::boundary::nonnull(addr, "fi_av_insert", "addr")?;
         // One wait for the whole call, however many services it names.
         let deadline = Instant::now() + svc::wait_limit();
         // SAFETY: either form holds at least 8 readable bytes (a pointer,
@@ -655,7 +655,7 @@ unsafe extern "C" fn insertsvc(
         // SAFETY: from_fid checks the object.
         let av = unsafe { from_fid::<Av>(avp as *const fid) }?;
         check_insert_args(av, "fi_av_insertsvc", 1, fi_addr, flags, context)?;
-        crate::capi::nonnull(node, "fi_av_insertsvc", "node")?;
+        crate::boundary::nonnull(node, "fi_av_insertsvc", "node")?;
         let text = |p: *const c_char| {
             // SAFETY: node and service are NULL or C strings (fi_av(3)).
             (!p.is_null()).then(|| unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy())
@@ -713,7 +713,7 @@ unsafe extern "C" fn remove(
         if count == 0 {
             return Ok(0);
         }
-        crate::capi::nonnull(fi_addr, "fi_av_remove", "fi_addr")?;
+        crate::boundary::nonnull(fi_addr, "fi_av_remove", "fi_addr")?;
         // SAFETY: fi_addr holds `count` handles (fi_av(3)).
         let handles = unsafe { std::slice::from_raw_parts(fi_addr, count) };
         let mut t = av.write();
@@ -752,7 +752,7 @@ unsafe extern "C" fn lookup(
     slot("fi_av_lookup", || {
         // SAFETY: from_fid checks the object.
         let av = unsafe { from_fid::<Av>(avp as *const fid) }?;
-        crate::capi::nonnull(addrlen, "fi_av_lookup", "addrlen")?;
+        crate::boundary::nonnull(addrlen, "fi_av_lookup", "addrlen")?;
         let Some(peer) = av.peer(fi_addr) else {
             crate::ox_log!(
                 Warn,
@@ -788,11 +788,11 @@ unsafe extern "C" fn straddr(
     buf: *mut c_char,
     len: *mut size_t,
 ) -> *const c_char {
-    crate::capi::guard_or("fi_av_straddr", std::ptr::null(), || {
+    crate::boundary::guard_or("fi_av_straddr", std::ptr::null(), || {
         // SAFETY: from_fid checks the object.
         unsafe { from_fid::<Av>(avp as *const fid) }?;
-        crate::capi::nonnull(addr, "fi_av_straddr", "addr")?;
-        crate::capi::nonnull(len, "fi_av_straddr", "len")?;
+        crate::boundary::nonnull(addr, "fi_av_straddr", "addr")?;
+        crate::boundary::nonnull(len, "fi_av_straddr", "len")?;
         // SAFETY: addr is a C string (FI_ADDR_STR); strnlen stops at its NUL.
         let n = unsafe { libc::strnlen(addr as *const c_char, STRADDR_MAX) };
         // SAFETY: len is a size_t * (fi_av(3)).

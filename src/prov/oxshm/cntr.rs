@@ -178,8 +178,8 @@ pub unsafe extern "C" fn open(
     slot("fi_cntr_open", || {
         // SAFETY: from_fid checks the object.
         let d = unsafe { from_fid::<Domain>(domain as *const fid) }?;
-        crate::capi::nonnull(attr, "fi_cntr_open", "attr")?;
-        crate::capi::nonnull(cntr, "fi_cntr_open", "cntr")?;
+        crate::boundary::nonnull(attr, "fi_cntr_open", "attr")?;
+        crate::boundary::nonnull(cntr, "fi_cntr_open", "cntr")?;
         // A copy of the application's prefix; later fields stay zero.
         // SAFETY: attr holds at least cntr_attr_len bytes for this API
         // version, and every field of fi_cntr_attr is valid when zeroed.
@@ -481,13 +481,13 @@ unsafe extern "C" fn control(f: *mut fid, command: c_int, arg: *mut c_void) -> c
                     );
                     return Err(Error::NODATA);
                 };
-                crate::capi::nonnull(arg, "fi_control", "arg")?;
+                crate::boundary::nonnull(arg, "fi_control", "arg")?;
                 // SAFETY: FI_GETWAIT's argument is an int * for fd objects.
                 unsafe { *(arg as *mut c_int) = fd.raw() };
                 Ok(0)
             }
             FI_GETWAITOBJ => {
-                crate::capi::nonnull(arg, "fi_control", "arg")?;
+                crate::boundary::nonnull(arg, "fi_control", "arg")?;
                 // SAFETY: FI_GETWAITOBJ's argument is an enum fi_wait_obj *.
                 unsafe { *(arg as *mut u32) = c.wait.raw() as u32 };
                 Ok(0)
@@ -513,7 +513,7 @@ fn counter<'a>(p: *mut fid_cntr) -> Result<&'a Cntr> {
 
 /// Returns 0 for a bad counter: uint64_t has no error channel.
 unsafe extern "C" fn read(cntr: *mut fid_cntr) -> u64 {
-    crate::capi::guard_or("fi_cntr_read", 0, || {
+    crate::boundary::guard_or("fi_cntr_read", 0, || {
         let c = counter(cntr)?;
         c.domain().progress();
         c.observe();
@@ -523,7 +523,7 @@ unsafe extern "C" fn read(cntr: *mut fid_cntr) -> u64 {
 
 /// Returns 0 for a bad counter: uint64_t has no error channel.
 unsafe extern "C" fn readerr(cntr: *mut fid_cntr) -> u64 {
-    crate::capi::guard_or("fi_cntr_readerr", 0, || {
+    crate::boundary::guard_or("fi_cntr_readerr", 0, || {
         let c = counter(cntr)?;
         c.domain().progress();
         c.observe();

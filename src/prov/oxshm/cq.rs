@@ -693,8 +693,8 @@ pub unsafe extern "C" fn open(
     slot("fi_cq_open", || {
         // SAFETY: from_fid checks the object.
         let d = unsafe { from_fid::<Domain>(domain as *const fid) }?;
-        crate::capi::nonnull(attr, "fi_cq_open", "attr")?;
-        crate::capi::nonnull(cq, "fi_cq_open", "cq")?;
+        crate::boundary::nonnull(attr, "fi_cq_open", "attr")?;
+        crate::boundary::nonnull(cq, "fi_cq_open", "cq")?;
         // A copy of the application's prefix; later fields stay zero.
         // SAFETY: attr holds at least cq_attr_len bytes for this API
         // version, and every field of fi_cq_attr is valid when zeroed.
@@ -1207,13 +1207,13 @@ unsafe extern "C" fn control(f: *mut fid, command: c_int, arg: *mut c_void) -> c
                     );
                     return Err(Error::NODATA);
                 };
-                crate::capi::nonnull(arg, "fi_control", "arg")?;
+                crate::boundary::nonnull(arg, "fi_control", "arg")?;
                 // SAFETY: FI_GETWAIT's argument is an int * for fd objects.
                 unsafe { *(arg as *mut c_int) = fd.raw() };
                 Ok(0)
             }
             FI_GETWAITOBJ => {
-                crate::capi::nonnull(arg, "fi_control", "arg")?;
+                crate::boundary::nonnull(arg, "fi_control", "arg")?;
                 // SAFETY: FI_GETWAITOBJ's argument is an enum fi_wait_obj *.
                 unsafe { *(arg as *mut u32) = cq.wait.raw() as u32 };
                 Ok(0)
@@ -1330,7 +1330,7 @@ unsafe extern "C" fn readerr(cq: *mut fid_cq, buf: *mut fi_cq_err_entry, flags: 
     slot_ssize("fi_cq_readerr", || {
         // SAFETY: from_fid checks the object.
         let c = unsafe { from_fid::<Cq>(cq as *const fid) }?;
-        crate::capi::nonnull(buf, "fi_cq_readerr", "buf")?;
+        crate::boundary::nonnull(buf, "fi_cq_readerr", "buf")?;
         if flags & !FI_PEEK != 0 {
             crate::ox_log!(
                 Warn,
@@ -1426,7 +1426,7 @@ unsafe extern "C" fn strerror(
     buf: *mut c_char,
     len: size_t,
 ) -> *const c_char {
-    crate::capi::guard_or("fi_cq_strerror", std::ptr::null(), || {
+    crate::boundary::guard_or("fi_cq_strerror", std::ptr::null(), || {
         // SAFETY: from_fid checks the object; a bad CQ still gets a message.
         let _ = unsafe { from_fid::<Cq>(cq as *const fid) };
         let msg = crate::errstr::strerror_cstr(prov_errno.saturating_abs());

@@ -531,12 +531,12 @@ unsafe extern "C" fn control(f: *mut fid, command: c_int, arg: *mut c_void) -> c
         let d = unsafe { from_fid::<Domain>(f) }?;
         match command {
             c if c == FI_MAP_RAW_MR as c_int => {
-                crate::capi::nonnull(arg, "fi_mr_map_raw", "map")?;
+                crate::boundary::nonnull(arg, "fi_mr_map_raw", "map")?;
                 // SAFETY: FI_MAP_RAW_MR's argument is a struct fi_mr_map_raw.
                 unsafe { mr::map_raw(d, &*(arg as *const fi_mr_map_raw)) }
             }
             c if c == FI_UNMAP_KEY as c_int => {
-                crate::capi::nonnull(arg, "fi_mr_unmap_key", "key")?;
+                crate::boundary::nonnull(arg, "fi_mr_unmap_key", "key")?;
                 // SAFETY: FI_UNMAP_KEY's argument is a uint64_t *.
                 mr::unmap_key(d, unsafe { *(arg as *const u64) })
             }

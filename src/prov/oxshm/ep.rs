@@ -1085,8 +1085,8 @@ pub unsafe extern "C" fn endpoint2(
             );
             return Err(Error::BADFLAGS);
         }
-        crate::capi::nonnull(ep, "fi_endpoint", "ep")?;
-        crate::capi::nonnull(info, "fi_endpoint", "info")?;
+        crate::boundary::nonnull(ep, "fi_endpoint", "ep")?;
+        crate::boundary::nonnull(info, "fi_endpoint", "info")?;
         // SAFETY: info checked non-NULL; from_info reads 1.0 fields only.
         let c = unsafe { Config::from_info(&*info, d.api_version) }?;
         let e = open(d, c, context)?;
@@ -1165,7 +1165,7 @@ unsafe extern "C" fn bind(f: *mut fid, bfid: *mut fid, flags: u64) -> c_int {
     slot("fi_ep_bind", || {
         // SAFETY: from_fid checks the object.
         let ep = unsafe { from_fid::<Ep>(f) }?;
-        crate::capi::nonnull(bfid, "fi_ep_bind", "bfid")?;
+        crate::boundary::nonnull(bfid, "fi_ep_bind", "bfid")?;
         // SAFETY: bfid is non-NULL and starts with a struct fid.
         let class = unsafe { (*bfid).fclass } as c_int;
         let mut st = ep.lock();
@@ -1280,7 +1280,7 @@ unsafe extern "C" fn control(f: *mut fid, command: c_int, arg: *mut c_void) -> c
         match command {
             c if c == FI_ENABLE => ep.enable(),
             c if c == FI_GETOPSFLAG => {
-                crate::capi::nonnull(arg, "fi_control", "arg")?;
+                crate::boundary::nonnull(arg, "fi_control", "arg")?;
                 // SAFETY: FI_GETOPSFLAG's argument is a uint64_t *.
                 let flags = unsafe { *(arg as *const u64) };
                 let recv = ops_direction(flags)?;
@@ -1289,7 +1289,7 @@ unsafe extern "C" fn control(f: *mut fid, command: c_int, arg: *mut c_void) -> c
                 Ok(0)
             }
             c if c == FI_SETOPSFLAG => {
-                crate::capi::nonnull(arg, "fi_control", "arg")?;
+                crate::boundary::nonnull(arg, "fi_control", "arg")?;
                 // SAFETY: FI_SETOPSFLAG's argument is a uint64_t *.
                 let flags = unsafe { *(arg as *const u64) };
                 let recv = ops_direction(flags)?;
@@ -1437,7 +1437,7 @@ unsafe extern "C" fn getopt(
             Opt::SharedMemoryPermitted => OptVal::Bool(true),
             Opt::Limit(l) => OptVal::Size(ep.limit(l)),
         };
-        crate::capi::nonnull(optlen, "fi_getopt", "optlen")?;
+        crate::boundary::nonnull(optlen, "fi_getopt", "optlen")?;
         let need = match v {
             OptVal::Size(_) => std::mem::size_of::<usize>(),
             OptVal::Int(_) => std::mem::size_of::<c_int>(),
@@ -1456,7 +1456,7 @@ unsafe extern "C" fn getopt(
             unsafe { *optlen = need };
             return Err(Error::TOOSMALL);
         }
-        crate::capi::nonnull(optval, "fi_getopt", "optval")?;
+        crate::boundary::nonnull(optval, "fi_getopt", "optval")?;
         // SAFETY: optval holds *optlen >= need writable bytes; written last.
         unsafe {
             match v {
@@ -1475,7 +1475,7 @@ unsafe extern "C" fn getopt(
 /// # Safety
 /// `optval` is NULL or holds `optlen` readable bytes.
 unsafe fn read_opt<T: Copy>(optval: *const c_void, optlen: usize, optname: c_int) -> Result<T> {
-    crate::capi::nonnull(optval, "fi_setopt", "optval")?;
+    crate::boundary::nonnull(optval, "fi_setopt", "optval")?;
     if optlen != std::mem::size_of::<T>() {
         crate::ox_log!(
             Warn,
@@ -1668,7 +1668,7 @@ unsafe extern "C" fn setname(f: fid_t, addr: *mut c_void, addrlen: size_t) -> c_
     slot("fi_setname", || {
         // SAFETY: from_fid checks the object.
         let ep = unsafe { from_fid::<Ep>(f) }?;
-        crate::capi::nonnull(addr, "fi_setname", "addr")?;
+        crate::boundary::nonnull(addr, "fi_setname", "addr")?;
         // SAFETY: addr holds addrlen readable bytes (fi_cm(3)).
         let n = unsafe { name_from_c(addr, addrlen) }.map_err(|why| {
             crate::ox_log!(
@@ -1703,7 +1703,7 @@ unsafe extern "C" fn getname(f: fid_t, addr: *mut c_void, addrlen: *mut size_t) 
     slot("fi_getname", || {
         // SAFETY: from_fid checks the object.
         let ep = unsafe { from_fid::<Ep>(f) }?;
-        crate::capi::nonnull(addrlen, "fi_getname", "addrlen")?;
+        crate::boundary::nonnull(addrlen, "fi_getname", "addrlen")?;
         let name = ep.name().to_cstring();
         // SAFETY: the caller's buffer (possibly empty) of *addrlen bytes.
         unsafe {
@@ -1747,7 +1747,7 @@ pub(super) unsafe fn copy_out(
         unsafe { *len = bytes.len() };
         return Err(Error::TOOSMALL);
     }
-    crate::capi::nonnull(buf, call, "addr")?;
+    crate::boundary::nonnull(buf, call, "addr")?;
     // SAFETY: buf holds have >= bytes.len() writable bytes.
     unsafe {
         std::ptr::copy_nonoverlapping(bytes.as_ptr(), buf as *mut u8, bytes.len());

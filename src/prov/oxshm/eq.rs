@@ -321,13 +321,13 @@ unsafe extern "C" fn control(f: *mut fid, command: c_int, arg: *mut c_void) -> c
                     );
                     return Err(Error::NODATA);
                 }
-                crate::capi::nonnull(arg, "fi_control", "arg")?;
+                crate::boundary::nonnull(arg, "fi_control", "arg")?;
                 // SAFETY: FI_GETWAIT's argument is an int * for fd objects.
                 unsafe { *(arg as *mut c_int) = eq.efd };
                 Ok(0)
             }
             c if c == FI_GETWAITOBJ as c_int => {
-                crate::capi::nonnull(arg, "fi_control", "arg")?;
+                crate::boundary::nonnull(arg, "fi_control", "arg")?;
                 let obj = if eq.wait {
                     fi_wait_obj::FI_WAIT_FD
                 } else {
@@ -360,7 +360,7 @@ unsafe extern "C" fn read(
     slot_ssize("fi_eq_read", || {
         // SAFETY: from_fid checks the object.
         let q = unsafe { from_fid::<Eq>(eq as *const fid) }?;
-        crate::capi::nonnull(event, "fi_eq_read", "event")?;
+        crate::boundary::nonnull(event, "fi_eq_read", "event")?;
         let peek = check_read_flags(flags)?;
         let mut g = q.lock();
         q.read_locked(&mut g, event, buf, len, peek)
@@ -378,7 +378,7 @@ unsafe extern "C" fn sread(
     slot_ssize("fi_eq_sread", || {
         // SAFETY: from_fid checks the object.
         let q = unsafe { from_fid::<Eq>(eq as *const fid) }?;
-        crate::capi::nonnull(event, "fi_eq_sread", "event")?;
+        crate::boundary::nonnull(event, "fi_eq_sread", "event")?;
         let peek = check_read_flags(flags)?;
         if !q.wait {
             crate::ox_log!(
@@ -417,7 +417,7 @@ unsafe extern "C" fn readerr(eq: *mut fid_eq, buf: *mut fi_eq_err_entry, flags: 
     slot_ssize("fi_eq_readerr", || {
         // SAFETY: from_fid checks the object.
         let q = unsafe { from_fid::<Eq>(eq as *const fid) }?;
-        crate::capi::nonnull(buf, "fi_eq_readerr", "buf")?;
+        crate::boundary::nonnull(buf, "fi_eq_readerr", "buf")?;
         let peek = check_read_flags(flags)?;
         let mut g = q.lock();
         let Some(head) = g.errors.front() else {

@@ -115,8 +115,8 @@ unsafe extern "C" fn open_domain2(
             );
             return Err(Error::BADFLAGS);
         }
-        crate::capi::nonnull(dom, "fi_domain", "domain")?;
-        crate::capi::nonnull(info, "fi_domain", "info")?;
+        crate::boundary::nonnull(dom, "fi_domain", "domain")?;
+        crate::boundary::nonnull(info, "fi_domain", "info")?;
         // SAFETY: info checked non-NULL; domain::open reads it within the
         // current layout.
         let d = unsafe { domain::open(fab, info, context) }?;
@@ -150,8 +150,8 @@ unsafe extern "C" fn eq_open(
     slot("fi_eq_open", || {
         // SAFETY: fabric comes from the application; from_fid checks it.
         let fab = unsafe { from_fid::<Fabric>(fabric as *const fid) }?;
-        crate::capi::nonnull(attr, "fi_eq_open", "attr")?;
-        crate::capi::nonnull(out, "fi_eq_open", "eq")?;
+        crate::boundary::nonnull(attr, "fi_eq_open", "attr")?;
+        crate::boundary::nonnull(out, "fi_eq_open", "eq")?;
         // SAFETY: attr checked non-NULL.
         let e = unsafe { eq::open(fab, &*attr, context) }?;
         // SAFETY: out checked non-NULL; written last, on success.
@@ -188,7 +188,7 @@ unsafe extern "C" fn trywait(fabric: *mut fid_fabric, fids: *mut *mut fid, count
         for i in 0..count as usize {
             // SAFETY: fids holds `count` object pointers (fi_trywait(3)).
             let f = unsafe { *fids.add(i) };
-            crate::capi::nonnull(f, "fi_trywait", "fid")?;
+            crate::boundary::nonnull(f, "fi_trywait", "fid")?;
             // SAFETY: f is non-NULL and starts with a struct fid; from_fid
             // checks the object of the class it claims.
             match unsafe { (*f).fclass } as c_int {

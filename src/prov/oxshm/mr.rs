@@ -762,7 +762,7 @@ unsafe extern "C" fn bind(f: *mut fid, bfid: *mut fid, flags: u64) -> c_int {
         // SAFETY: mr_from_fid checks the object.
         let mr = unsafe { mr_from_fid(f) }?;
         let d = mr.domain();
-        crate::capi::nonnull(bfid, "fi_mr_bind", "bfid")?;
+        crate::boundary::nonnull(bfid, "fi_mr_bind", "bfid")?;
         // SAFETY: bfid is non-NULL and starts with a struct fid.
         let class = unsafe { (*bfid).fclass } as c_int;
         let h = mr.handle()?;
@@ -1123,7 +1123,7 @@ unsafe extern "C" fn control(f: *mut fid, command: c_int, arg: *mut c_void) -> c
         let mr = unsafe { mr_from_fid(f) }?;
         match command {
             c if c == FI_GET_RAW_MR as c_int => {
-                crate::capi::nonnull(arg, "fi_mr_raw_attr", "attr")?;
+                crate::boundary::nonnull(arg, "fi_mr_raw_attr", "attr")?;
                 // SAFETY: FI_GET_RAW_MR's argument is a struct fi_mr_raw_attr.
                 unsafe { raw_attr(mr, &*(arg as *const fi_mr_raw_attr)) }
             }
@@ -1141,12 +1141,12 @@ unsafe extern "C" fn control(f: *mut fid, command: c_int, arg: *mut c_void) -> c
                 Ok(0)
             }
             c if c == FI_REFRESH as c_int => {
-                crate::capi::nonnull(arg, "fi_mr_refresh", "modify")?;
+                crate::boundary::nonnull(arg, "fi_mr_refresh", "modify")?;
                 // SAFETY: FI_REFRESH's argument is a struct fi_mr_modify.
                 unsafe { refresh(mr, &*(arg as *const fi_mr_modify)) }
             }
             c if c == FI_GET_MR_XPU_DESC as c_int => {
-                crate::capi::nonnull(arg, "fi_mr_get_xpu_desc", "desc")?;
+                crate::boundary::nonnull(arg, "fi_mr_get_xpu_desc", "desc")?;
                 // SAFETY: FI_GET_MR_XPU_DESC's argument is a fi_mr_xpu_desc.
                 unsafe { xpu_desc(mr, &*(arg as *const fi_mr_xpu_desc)) }
             }
@@ -1172,8 +1172,8 @@ unsafe fn raw_attr(mr: &Mr, a: &fi_mr_raw_attr) -> Result<i32> {
         crate::ox_log!(Warn, Mr, super::NAME, "fi_mr_raw_attr: flags must be 0");
         return Err(Error::BADFLAGS);
     }
-    crate::capi::nonnull(a.key_size, "fi_mr_raw_attr", "key_size")?;
-    crate::capi::nonnull(a.base_addr, "fi_mr_raw_attr", "base_addr")?;
+    crate::boundary::nonnull(a.key_size, "fi_mr_raw_attr", "key_size")?;
+    crate::boundary::nonnull(a.base_addr, "fi_mr_raw_attr", "base_addr")?;
     let raw = mr.domain().registry.raw_attr(&mr.handle()?)?;
     // SAFETY: key_size is writable; raw_key holds *key_size bytes.
     unsafe {
@@ -1259,7 +1259,7 @@ unsafe fn xpu_desc(mr: &Mr, x: &fi_mr_xpu_desc) -> Result<i32> {
         );
         return Err(Error::BADFLAGS);
     }
-    crate::capi::nonnull(x.len, "fi_mr_get_xpu_desc", "len")?;
+    crate::boundary::nonnull(x.len, "fi_mr_get_xpu_desc", "len")?;
     // SAFETY: len is writable; buf holds *len bytes when non-NULL.
     unsafe {
         if *x.len < XPU_DESC_SIZE || x.buf.is_null() {
@@ -1285,8 +1285,8 @@ pub unsafe fn map_raw(d: &Domain, m: &fi_mr_map_raw) -> Result<i32> {
         crate::ox_log!(Warn, Mr, super::NAME, "fi_mr_map_raw: flags must be 0");
         return Err(Error::BADFLAGS);
     }
-    crate::capi::nonnull(m.raw_key, "fi_mr_map_raw", "raw_key")?;
-    crate::capi::nonnull(m.key, "fi_mr_map_raw", "key")?;
+    crate::boundary::nonnull(m.raw_key, "fi_mr_map_raw", "raw_key")?;
+    crate::boundary::nonnull(m.key, "fi_mr_map_raw", "key")?;
     if m.key_size != RAW_KEY_SIZE {
         crate::ox_log!(
             Warn,

@@ -133,7 +133,7 @@ unsafe extern "C" fn bind(f: *mut fid, bfid: *mut fid, _flags: u64) -> c_int {
     slot("fi_import_fid", || {
         // SAFETY: check reads the fid only.
         unsafe { check(f) }?;
-        crate::capi::nonnull(bfid, "fi_import_fid", "fid")?;
+        crate::boundary::nonnull(bfid, "fi_import_fid", "fid")?;
         // SAFETY: a non-NULL fid from the application.
         if unsafe { (*bfid).fclass } != FI_CLASS_MEM_MONITOR as size_t {
             crate::ox_log!(
@@ -165,7 +165,7 @@ unsafe extern "C" fn bind(f: *mut fid, bfid: *mut fid, _flags: u64) -> c_int {
 }
 
 unsafe extern "C" fn notify(_m: *mut fid_mem_monitor, addr: *const c_void, len: size_t) {
-    let _ = crate::capi::guard("notify", || {
+    let _ = crate::boundary::guard("notify", || {
         monitor::report(addr as u64, len as u64);
         Ok(0)
     });

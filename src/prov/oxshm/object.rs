@@ -197,10 +197,10 @@ pub mod nosys {
 /// Runs a vtable slot's body: catches panics (-FI_EOTHER) and maps errors to
 /// negative codes, like the exported functions do.
 pub fn slot(name: &str, f: impl FnOnce() -> Result<i32>) -> i32 {
-    crate::capi::guard(name, f)
+    crate::boundary::guard(name, f)
 }
 
 /// As [`slot`], for `ssize_t` slots.
 pub fn slot_ssize(name: &str, f: impl FnOnce() -> Result<isize>) -> isize {
-    crate::capi::guard_ssize(name, f)
+    crate::boundary::guard_ssize(name, f)
 }

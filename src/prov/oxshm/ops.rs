@@ -1829,7 +1829,7 @@ fn valid(
     slot(call, || {
         let ep = ep_of(e)?;
         need_cap(ep, FI_ATOMIC, "FI_ATOMIC", call)?;
-        crate::capi::nonnull(count, call, "count")?;
+        crate::boundary::nonnull(count, call, "count")?;
         let max = max_count(kind, dt, op).ok_or_else(|| {
             crate::ox_log!(
                 Info,
