@@ -1,0 +1,255 @@
+//! How the data path's bytes move between address spaces: iov lists on
+//! the wire, the cross-memory copies (`process_vm_readv`/`writev`) and
+//! whether a peer permits them, copies within this process, and the
+//! checked copies that turn a fault in registered memory into -FI_EFAULT.
+
+use super::*;
+
+pub(super) fn iov_bytes(iov: &[(u64, u64)]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(iov.len() * 16);
+    for (a, l) in iov {
+        v.extend_from_slice(&a.to_ne_bytes());
+        v.extend_from_slice(&l.to_ne_bytes());
+    }
+    v
+}
+
+pub(super) fn parse_iovs(b: &[u8], n: usize) -> Option<Vec<(u64, u64)>> {
+    if b.len() < n * 16 {
+        return None;
+    }
+    Some(
+        (0..n)
+            .map(|i| {
+                let a = u64::from_ne_bytes(b[i * 16..i * 16 + 8].try_into().unwrap_or([0; 8]));
+                let l = u64::from_ne_bytes(b[i * 16 + 8..i * 16 + 16].try_into().unwrap_or([0; 8]));
+                (a, l)
+            })
+            .collect(),
+    )
+}
+
+/// Copies the bytes of local iovs into one buffer.
+///
+/// # Safety
+/// Every iov is readable memory of this process.
+pub(super) unsafe fn gather(iov: &[(u64, u64)], out: &mut Vec<u8>) {
+    for &(a, l) in iov {
+        // SAFETY: per the function contract.
+        out.extend_from_slice(unsafe { std::slice::from_raw_parts(a as *const u8, l as usize) });
+    }
+}
+
+/// Copies `src` into local iovs, in order; returns the bytes copied.
+///
+/// # Safety
+/// Every iov is writable memory of this process.
+pub(super) unsafe fn scatter(src: &[u8], iov: &[(u64, u64)]) -> usize {
+    let mut at = 0;
+    for &(a, l) in iov {
+        if at == src.len() {
+            break;
+        }
+        let n = (l as usize).min(src.len() - at);
+        // SAFETY: per the function contract.
+        unsafe { std::ptr::copy_nonoverlapping(src[at..].as_ptr(), a as *mut u8, n) };
+        at += n;
+    }
+    at
+}
+
+pub(super) fn to_iovecs(v: &[(u64, u64)]) -> Vec<libc::iovec> {
+    v.iter()
+        .filter(|(_, l)| *l > 0)
+        .map(|&(a, l)| libc::iovec {
+            iov_base: a as *mut c_void,
+            iov_len: l as usize,
+        })
+        .collect()
+}
+
+/// One cross-memory copy between `local` (this process) and `remote`
+/// (process `pid`): `pull` reads the remote iovs into the local ones.
+/// Succeeds only when all `len` bytes moved.
+pub(super) fn cross_copy(
+    pid: u32,
+    local: &[(u64, u64)],
+    remote: &[(u64, u64)],
+    len: u64,
+    pull: bool,
+) -> Result<()> {
+    let (l, r) = (to_iovecs(local), to_iovecs(remote));
+    let mut done: u64 = 0;
+    // The kernel moves at most IOV_MAX iovs and may stop short; a short
+    // count with no error moves on from where it stopped.
+    let (mut li, mut ri) = (l, r);
+    while done < len {
+        // SAFETY: the iovs name memory of this process (local) and of pid
+        // (remote, checked by the kernel).
+        let n = unsafe {
+            if pull {
+                libc::process_vm_readv(
+                    pid as i32,
+                    li.as_ptr(),
+                    li.len() as u64,
+                    ri.as_ptr(),
+                    ri.len() as u64,
+                    0,
+                )
+            } else {
+                libc::process_vm_writev(
+                    pid as i32,
+                    li.as_ptr(),
+                    li.len() as u64,
+                    ri.as_ptr(),
+                    ri.len() as u64,
+                    0,
+                )
+            }
+        };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            crate::ox_log!(
+                Warn,
+                EpData,
+                super::super::NAME,
+                "cross-memory copy with pid {pid} failed after {done} of {len} bytes: {e}"
+            );
+            return Err(match e.raw_os_error() {
+                Some(libc::ESRCH) => Error::IO,
+                Some(libc::EPERM) => Error::PERM,
+                _ => Error::FAULT,
+            });
+        }
+        if n == 0 {
+            crate::ox_log!(Warn, EpData, super::super::NAME, "cross-memory copy with pid {pid} stopped after {done} of {len} bytes (unmapped memory)");
+            return Err(Error::FAULT);
+        }
+        done += n as u64;
+        advance(&mut li, n as usize);
+        advance(&mut ri, n as usize);
+    }
+    Ok(())
+}
+
+pub(super) fn advance(v: &mut Vec<libc::iovec>, mut n: usize) {
+    let mut k = 0;
+    while k < v.len() && n >= v[k].iov_len {
+        n -= v[k].iov_len;
+        k += 1;
+    }
+    v.drain(..k);
+    if n > 0 {
+        if let Some(f) = v.first_mut() {
+            f.iov_base = (f.iov_base as usize + n) as *mut c_void;
+            f.iov_len -= n;
+        }
+    }
+}
+
+/// Lets peers of the same user use cross-memory attach on this process
+/// when the kernel's Yama module would otherwise allow it only to
+/// ancestors (`kernel.yama.ptrace_scope` 1, the default of several
+/// distributions): prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY), once per
+/// process. `FI_OXSHM_PTRACER=0` leaves the setting alone (peers that are
+/// not this process's ancestors then see their large transfers to it fail
+/// with FI_EPERM). Scopes 2 and 3 cannot be relaxed this way.
+pub(super) fn allow_peers_cma() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let scope = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope")
+            .ok()
+            .and_then(|s| s.trim().parse::<i32>().ok());
+        if scope != Some(1) || std::env::var("FI_OXSHM_PTRACER").is_ok_and(|v| v == "0") {
+            if scope.is_some_and(|s| s >= 2) {
+                crate::ox_log!(
+                    Warn,
+                    EpData,
+                    super::super::NAME,
+                    "kernel.yama.ptrace_scope is {}: transfers over {INLINE} bytes between processes need cross-memory attach and will fail with FI_EPERM",
+                    scope.unwrap_or(0)
+                );
+            }
+            return;
+        }
+        const PR_SET_PTRACER: libc::c_int = 0x5961_6d61;
+        // SAFETY: prctl with an integer argument; no memory is passed.
+        let r = unsafe { libc::prctl(PR_SET_PTRACER, libc::c_ulong::MAX, 0, 0, 0) };
+        crate::ox_log!(
+            Info,
+            EpData,
+            super::super::NAME,
+            "kernel.yama.ptrace_scope is 1: {} peers of this user to copy to and from this process (PR_SET_PTRACER_ANY)",
+            if r == 0 { "allowed" } else { "could not allow" }
+        );
+    });
+}
+
+/// Copies the target's own verified `pieces` into `buf`. Without
+/// FI_MR_ALLOCATED (`checked`), registered memory may be inaccessible: the
+/// copy then stops at such a page and fails cleanly (-FI_EFAULT) instead of
+/// faulting, by [`fault::copy`] or, where that is not available, by one
+/// process_vm_readv on ourselves.
+pub(super) fn own_copy(pieces: &[(u64, u64)], buf: &mut [u8], checked: bool) -> Result<()> {
+    if checked && !fault::available() {
+        let me = [(buf.as_mut_ptr() as u64, buf.len() as u64)];
+        return cross_copy(shm::my_pid(), &me, pieces, buf.len() as u64, true);
+    }
+    let mut at = 0usize;
+    for &(a, l) in pieces {
+        let l = l as usize;
+        let (dst, src) = (buf[at..at + l].as_mut_ptr(), a as *const u8);
+        if checked {
+            // SAFETY: the engine verified that these bytes are registered;
+            // an inaccessible page stops the copy.
+            let left = unsafe { fault::copy(dst, src, l) };
+            fault_check(a, l, left)?;
+        } else {
+            // SAFETY: the engine verified that these bytes are registered,
+            // and FI_MR_ALLOCATED says registered memory stays backed.
+            unsafe { std::ptr::copy_nonoverlapping(src, dst, l) };
+        }
+        at += l;
+    }
+    Ok(())
+}
+
+/// Copies `src` into the target's own verified `pieces` (see [`own_copy`]).
+pub(super) fn copy_in(pieces: &[(u64, u64)], src: &[u8], checked: bool) -> Result<()> {
+    if checked && !fault::available() {
+        let me = [(src.as_ptr() as u64, src.len() as u64)];
+        return cross_copy(shm::my_pid(), &me, pieces, src.len() as u64, false);
+    }
+    let mut at = 0usize;
+    for &(a, l) in pieces {
+        let l = l as usize;
+        let (dst, from) = (a as *mut u8, src[at..at + l].as_ptr());
+        if checked {
+            // SAFETY: as in own_copy.
+            let left = unsafe { fault::copy(dst, from, l) };
+            fault_check(a, l, left)?;
+        } else {
+            // SAFETY: as in own_copy.
+            unsafe { std::ptr::copy_nonoverlapping(from, dst, l) };
+        }
+        at += l;
+    }
+    Ok(())
+}
+
+/// -FI_EFAULT, with a log line, when a checked copy of `len` bytes at
+/// `addr` stopped `left` bytes short.
+pub(super) fn fault_check(addr: u64, len: usize, left: usize) -> Result<()> {
+    if left == 0 {
+        return Ok(());
+    }
+    crate::ox_log!(
+        Warn,
+        EpData,
+        super::super::NAME,
+        "registered memory at 0x{:x} is not accessible: a copy of {len} bytes at 0x{addr:x} stopped after {}",
+        addr + (len - left) as u64,
+        len - left
+    );
+    Err(Error::FAULT)
+}

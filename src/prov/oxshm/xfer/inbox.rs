@@ -1,0 +1,563 @@
+//! The target's side of the data path: what an endpoint does with each
+//! request in its inbox. It verifies RMA, atomics and messages against its
+//! own registrations before a byte moves, executes them (or grants the
+//! initiator its share, `staging.rs`), answers in the initiator's inbox,
+//! and delivers messages into posted receives. See the parent module for
+//! the whole data path.
+
+use super::*;
+
+impl Xfer {
+    pub(super) fn handle(&self, m: &[u8]) {
+        let Some((w, rest)) = Wire::parse(m) else {
+            crate::ox_log!(
+                Warn,
+                EpData,
+                super::super::NAME,
+                "dropped a short message ({} bytes)",
+                m.len()
+            );
+            return;
+        };
+        match w.kind {
+            K_RESP => return self.on_response(&w, rest),
+            K_GRANT => return self.on_grant(&w, rest),
+            K_DONE => return self.on_done(&w),
+            K_CHUNK => return self.on_chunk(&w, rest),
+            K_RDATA => return self.on_rdata(&w, rest),
+            _ => {}
+        }
+        let auth_len = (w.auth_len as usize).min(rest.len()).min(AUTH_MAX);
+        let (auth, body) = rest.split_at(auth_len);
+        let r = match w.kind {
+            K_MSG => return self.on_message(&w, body),
+            K_WRITE | K_READ => match self.on_rma(&w, auth, body) {
+                // A shared copy: the response waits for the initiator.
+                Ok(None) => return,
+                Ok(Some(out)) => Ok(out),
+                Err(e) => Err(e),
+            },
+            K_ATOMIC => self.on_atomic(&w, auth, body),
+            k => {
+                crate::ox_log!(
+                    Warn,
+                    EpData,
+                    super::super::NAME,
+                    "dropped a message of unknown kind {k} from {}",
+                    w.src()
+                );
+                return;
+            }
+        };
+        let (status, out) = match r {
+            Ok(out) => (0, out),
+            Err(e) => (e.code(), Vec::new()),
+        };
+        self.respond(&w, status, &out);
+    }
+
+    pub(super) fn respond(&self, req: &Wire, status: i32, out: &[u8]) {
+        if req.flags & W_NOACK != 0 {
+            return;
+        }
+        let w = Wire {
+            op: req.op,
+            len: out.len() as u64,
+            status,
+            ..self.wire(K_RESP)
+        };
+        self.send_to(req.src(), &[w.bytes(), out]);
+    }
+
+    /// Sends a response, or queues it (in order) when the initiator's
+    /// inbox is full; a response to a peer that is gone is dropped.
+    pub(super) fn send_to(&self, to: Address, parts: &[&[u8]]) {
+        let mut d = lock(&self.deferred);
+        if d.is_empty() {
+            match self.peer(&to) {
+                Ok(p) => match p.seg.send(parts, urgency(parts[0])) {
+                    Ok(()) => return,
+                    Err(Error::AGAIN) => {}
+                    Err(_) => return,
+                },
+                Err(_) => return,
+            }
+        }
+        d.push_back((to, parts.concat()));
+        self.has_deferred.store(true, Ordering::Release);
+    }
+
+    pub(super) fn flush_deferred(&self) {
+        if !self.has_deferred.load(Ordering::Acquire) {
+            return;
+        }
+        let mut d = lock(&self.deferred);
+        if d.is_empty() {
+            self.has_deferred.store(false, Ordering::Release);
+        }
+        while let Some((to, msg)) = d.front() {
+            match self.peer(to) {
+                Ok(p) => match p.seg.send(&[msg], urgency(msg)) {
+                    Err(Error::AGAIN) => return,
+                    _ => {
+                        d.pop_front();
+                    }
+                },
+                Err(_) => {
+                    d.pop_front();
+                }
+            }
+        }
+    }
+
+    /// Verifies an access against this endpoint's domain. The returned
+    /// guard keeps closes of the domain's regions waiting until dropped.
+    pub(super) fn verify(
+        &self,
+        w: &Wire,
+        auth: &[u8],
+        want: Access,
+        len: u64,
+    ) -> Result<(crate::mr::Target, Active<'_>)> {
+        let d = self.domain();
+        let guard = Active::enter(d);
+        let digest = (!auth.is_empty()).then(|| d.registry.auth_digest(auth));
+        // FI_MR_ENDPOINT: a region is reachable only through the endpoint
+        // it is bound to. Looked at before the verification too, which
+        // consumes a single-use key: a key presented to the wrong endpoint
+        // is refused without being used up.
+        let scoped = d.mr_mode & FI_MR_ENDPOINT != 0;
+        let foreign = |h: &crate::mr::Handle| {
+            let no = !d.mr_bound_to(h, self.ep);
+            if no {
+                crate::ox_log!(
+                    Info,
+                    EpData,
+                    super::super::NAME,
+                    "refused remote access from {}: key 0x{:x} belongs to another endpoint (FI_MR_ENDPOINT)",
+                    w.src(),
+                    w.key
+                );
+            }
+            no
+        };
+        if scoped && d.registry.handle(w.key).is_ok_and(|h| foreign(&h)) {
+            return Err(Error::ACCES);
+        }
+        match d.registry.verify(w.key, w.addr, len, want, digest) {
+            // Again for the region verified (the key may have been
+            // closed and reused since the look).
+            Ok(t) if scoped && foreign(&t.handle) => Err(Error::ACCES),
+            Ok(t)
+                if d.pins
+                    .as_ref()
+                    .is_some_and(|p| p.stale(t.handle.key(), t.pieces())) =>
+            {
+                crate::ox_log!(
+                    Warn,
+                    EpData,
+                    super::super::NAME,
+                    "refused remote access from {}: stale registration: key 0x{:x} addr 0x{:x} len {len}: its pages no longer have the frames recorded when it was registered (FI_OXSHM_PIN=check)",
+                    w.src(),
+                    w.key,
+                    w.addr
+                );
+                Err(Error::FAULT)
+            }
+            Ok(t) => Ok((t, guard)),
+            Err(e) => {
+                crate::ox_log!(
+                    Info,
+                    EpData,
+                    super::super::NAME,
+                    "refused remote access from {}: key 0x{:x} addr 0x{:x} len {len} needs {want:?}: {}",
+                    w.src(),
+                    w.key,
+                    w.addr,
+                    e
+                );
+                Err(e)
+            }
+        }
+    }
+
+    /// Counts an accepted remote access at the endpoint counter and at
+    /// counters bound to the region (fi_mr_bind).
+    pub(super) fn count_remote(&self, h: &crate::mr::Handle, event: usize, len: u64) {
+        if let Some(c) = self.cntr(event) {
+            c.count(len);
+        }
+        let flag = if event == C_REMOTE_WRITE {
+            FI_REMOTE_WRITE
+        } else {
+            FI_REMOTE_READ
+        };
+        self.domain().for_each_mr_cntr(h, flag, |c| c.count(len));
+    }
+
+    pub(super) fn remote_data(&self, w: &Wire, flags: u64, len: u64) {
+        if w.flags & W_DATA == 0 {
+            return;
+        }
+        if let Some((cq, _)) = self.cq(true) {
+            let _ = cq.push(Completion {
+                flags: flags | FI_REMOTE_CQ_DATA,
+                len: len as usize,
+                data: w.data,
+                src: self.source(&w.src()),
+                ..Default::default()
+            });
+        }
+    }
+
+    pub(super) fn allocated(&self) -> bool {
+        self.domain().mr_mode & FI_MR_ALLOCATED != 0
+    }
+
+    /// A remote write or read: verified, then one copy (inline, or one
+    /// cross-memory call), or a shared copy for a large one. `Ok(None)`:
+    /// the response is sent when the initiator's share is done.
+    pub(super) fn on_rma(&self, w: &Wire, auth: &[u8], body: &[u8]) -> Result<Option<Vec<u8>>> {
+        let read = w.kind == K_READ;
+        let want = if read {
+            Access::REMOTE_READ
+        } else {
+            Access::REMOTE_WRITE
+        };
+        let (t, active) = self.verify(w, auth, want, w.len)?;
+        let mut out = Vec::new();
+        if w.flags & W_INLINE != 0 {
+            if read {
+                out = vec![0u8; w.len as usize];
+                own_copy(t.pieces(), &mut out, !self.allocated())?;
+            } else {
+                if body.len() as u64 != w.len {
+                    return Err(Error::INVAL);
+                }
+                copy_in(t.pieces(), body, !self.allocated())?;
+            }
+        } else {
+            let remote = parse_iovs(body, w.niov as usize).ok_or(Error::INVAL)?;
+            // Whether this process may copy to and from the initiator, and
+            // whether the initiator may copy to and from us.
+            let mine = self.peer(&w.src())?.cma;
+            let theirs = w.flags & W_SPLIT != 0;
+            if !mine && !theirs {
+                return self.stage_rma(w, t, active);
+            }
+            let share = if theirs && (!mine || w.len >= SPLIT_MIN || self.inbox.more_behind()) {
+                self.initiator_share(w.len, mine)
+            } else {
+                0
+            };
+            if share > 0 {
+                let (grant_t, own_t) = split_at(t.pieces(), share);
+                if grant_t.len() <= GRANT_PIECES {
+                    let (_, own_r) = split_at(&remote, share);
+                    let id = self.next_grant.fetch_add(1, Ordering::Relaxed);
+                    let g = Wire {
+                        op: w.op,
+                        addr: id,
+                        len: share,
+                        niov: grant_t.len() as u32,
+                        ..self.wire(K_GRANT)
+                    };
+                    self.send_to(w.src(), &[g.bytes(), &iov_bytes(&grant_t)]);
+                    let status = cross_copy(w.src_pid, &own_t, &own_r, w.len - share, !read);
+                    active.keep();
+                    lock(&self.grants).insert(
+                        id,
+                        Grant {
+                            w: *w,
+                            handle: t.handle,
+                            status,
+                        },
+                    );
+                    // An initiator found gone meanwhile had its grants
+                    // dropped before this one existed: drop it too (the
+                    // peer check adds to `dead` before it drops grants).
+                    if self.is_dead(&w.src()) {
+                        self.drop_grants(Some(&w.src()));
+                    }
+                    return Ok(None);
+                }
+                if !mine {
+                    return self.stage_rma(w, t, active);
+                }
+            }
+            cross_copy(w.src_pid, t.pieces(), &remote, w.len, !read)?;
+        }
+        self.accepted(w, &t.handle);
+        drop(active);
+        Ok(Some(out))
+    }
+
+    /// The initiator's share of a shared copy of `len` bytes: all of it
+    /// when this process may not copy (`!mine`); below [`HALVES_MIN`], or
+    /// with more requests waiting in the inbox, whole operations in turn
+    /// (each process makes one system call per operation it copies, and
+    /// the two still copy at once); otherwise page-aligned halves, the
+    /// initiator taking the first, so that a lone large operation finishes
+    /// in half the time. 0: this process copies it all.
+    pub(super) fn initiator_share(&self, len: u64, mine: bool) -> u64 {
+        if !mine {
+            len
+        } else if len < HALVES_MIN || self.inbox.more_behind() {
+            if self.turn.fetch_xor(true, Ordering::Relaxed) {
+                len
+            } else {
+                0
+            }
+        } else {
+            (len / 2) & !4095
+        }
+    }
+
+    /// Counts an accepted remote write or read and posts its remote CQ
+    /// data (inside the access's active window).
+    pub(super) fn accepted(&self, w: &Wire, h: &crate::mr::Handle) {
+        if w.kind == K_READ {
+            self.count_remote(h, C_REMOTE_READ, w.len);
+        } else {
+            self.count_remote(h, C_REMOTE_WRITE, w.len);
+            self.remote_data(w, FI_RMA | FI_REMOTE_WRITE, w.len);
+        }
+    }
+
+    pub(super) fn on_atomic(&self, w: &Wire, auth: &[u8], body: &[u8]) -> Result<Vec<u8>> {
+        let kind = match w.akind {
+            0 => atomics::Kind::Base,
+            1 => atomics::Kind::Fetch,
+            2 => atomics::Kind::Compare,
+            _ => return Err(Error::INVAL),
+        };
+        if !atomics::valid(kind, w.dt, w.aop) {
+            return Err(Error::OPNOTSUPP);
+        }
+        let read_only = w.aop == crate::abi::domain::fi_op::FI_ATOMIC_READ as u32;
+        let want = match (kind, read_only) {
+            (_, true) => Access::REMOTE_READ,
+            (atomics::Kind::Base, false) => Access::REMOTE_WRITE,
+            _ => Access::REMOTE_READ | Access::REMOTE_WRITE,
+        };
+        let len = w.len;
+        if len as usize > ATOMIC_MAX {
+            return Err(Error::MSGSIZE);
+        }
+        let n_operand = w.niov as usize;
+        if n_operand > body.len() {
+            return Err(Error::INVAL);
+        }
+        let (operand, compare) = body.split_at(n_operand);
+        let (t, _active) = self.verify(w, auth, want, len)?;
+        let mut target = vec![0u8; len as usize];
+        let mut result = if kind == atomics::Kind::Base {
+            None
+        } else {
+            Some(vec![0u8; len as usize])
+        };
+        {
+            let _g = lock(&ATOMIC_LOCK);
+            own_copy(t.pieces(), &mut target, !self.allocated())?;
+            atomics::apply(
+                kind,
+                w.dt,
+                w.aop,
+                &mut target,
+                operand,
+                compare,
+                result.as_deref_mut(),
+            )?;
+            if !read_only {
+                copy_in(t.pieces(), &target, !self.allocated())?;
+            }
+        }
+        let event = if read_only {
+            C_REMOTE_READ
+        } else {
+            C_REMOTE_WRITE
+        };
+        self.count_remote(&t.handle, event, len);
+        drop(_active);
+        self.remote_data(
+            w,
+            FI_ATOMIC
+                | if read_only {
+                    FI_REMOTE_READ
+                } else {
+                    FI_REMOTE_WRITE
+                },
+            len,
+        );
+        Ok(result.unwrap_or_default())
+    }
+
+    pub(super) fn on_message(&self, w: &Wire, body: &[u8]) {
+        let inline = w.flags & W_INLINE != 0;
+        let mut rx = lock(&self.rx);
+        // A multi-receive buffer too full for the message is released and
+        // the search goes on with the receives posted after it.
+        let r = loop {
+            let Some(i) = rx.posted.iter().position(|r| matches(r, w)) else {
+                break None;
+            };
+            if rx.posted[i].multi.is_none() {
+                let r = rx.posted.remove(i);
+                self.posted_recvs.store(rx.posted.len(), Ordering::Release);
+                break r;
+            }
+            let (piece, released) = self.take_piece(&rx.posted[i], w.len);
+            if released {
+                rx.posted.remove(i);
+                self.posted_recvs.store(rx.posted.len(), Ordering::Release);
+            }
+            if piece.is_some() {
+                break piece;
+            }
+        };
+        match r {
+            Some(r) => {
+                drop(rx);
+                let remote = if inline {
+                    Vec::new()
+                } else {
+                    parse_iovs(body, w.niov as usize).unwrap_or_default()
+                };
+                let bytes = if inline { body } else { &[][..] };
+                self.deliver(r, *w, bytes, &remote, false);
+            }
+            None => {
+                rx.unexpected.push_back(Unexpected {
+                    w: *w,
+                    bytes: if inline { body.to_vec() } else { Vec::new() },
+                    remote: if inline {
+                        Vec::new()
+                    } else {
+                        parse_iovs(body, w.niov as usize).unwrap_or_default()
+                    },
+                    claim: None,
+                });
+                drop(rx);
+                // An inline message is buffered here: its sender is done.
+                if inline {
+                    self.respond(w, 0, &[]);
+                }
+            }
+        }
+    }
+
+    /// Fills a receive with a message and completes both sides.
+    pub(super) fn deliver(
+        &self,
+        r: Recv,
+        w: Wire,
+        bytes: &[u8],
+        remote: &[(u64, u64)],
+        buffered: bool,
+    ) {
+        let inline = w.flags & W_INLINE != 0;
+        let room: u64 = r.iov.iter().map(|x| x.1).sum();
+        let take = w.len.min(room);
+        let mut status = Ok(());
+        if inline {
+            // SAFETY: the receive buffers are the application's writable
+            // memory (fi_msg(3)).
+            unsafe { scatter(&bytes[..take as usize], &r.iov) };
+            // An inline message that waited in the unexpected queue was
+            // acknowledged when it was buffered.
+            if !buffered {
+                self.respond(&w, 0, &[]);
+            }
+        } else {
+            let (want, _) = split_at(&r.iov, take);
+            let mine = if take == 0 {
+                Ok(true)
+            } else {
+                self.peer(&w.src()).map(|p| p.cma)
+            };
+            match mine {
+                Ok(true) => status = cross_copy(w.src_pid, &want, remote, take, true),
+                Ok(false) => return self.stage_recv(r, w, want, take),
+                Err(e) => status = Err(e),
+            }
+            // The sender's buffers are released whatever happened.
+            self.respond(&w, status.err().map_or(0, |e| e.code()), &[]);
+        }
+        self.finish_recv(r, &w, status);
+    }
+
+    /// Completes a receive that took (the first bytes of) message `w`.
+    pub(super) fn finish_recv(&self, r: Recv, w: &Wire, status: Result<()>) {
+        let room: u64 = r.iov.iter().map(|x| x.1).sum();
+        let take = w.len.min(room);
+        let tagged = w.flags & W_TAGGED != 0;
+        let flags = FI_RECV
+            | if tagged { FI_TAGGED } else { FI_MSG }
+            | if w.flags & W_DATA != 0 {
+                FI_REMOTE_CQ_DATA
+            } else {
+                0
+            };
+        let buf = r
+            .iov
+            .first()
+            .map_or(std::ptr::null_mut(), |x| x.0 as *mut c_void);
+        let truncated = w.len > room;
+        // The last piece of a released multi-receive buffer says so, and
+        // is reported even under FI_SELECTIVE_COMPLETION (fi_msg(3)).
+        let last = r.multi.as_ref().is_some_and(|m| m.piece_done());
+        let flags = flags | if last { FI_MULTI_RECV } else { 0 };
+        match status {
+            Ok(()) if !truncated => {
+                if let Some(c) = self.cntr(C_RECV) {
+                    c.count(take);
+                }
+                if r.report || last {
+                    if let Some((cq, _)) = self.cq(true) {
+                        let _ = cq.push(Completion {
+                            context: r.context,
+                            flags,
+                            len: take as usize,
+                            buf,
+                            data: w.data,
+                            tag: w.tag,
+                            src: self.source(&w.src()),
+                        });
+                    }
+                }
+            }
+            _ => {
+                let err = match status {
+                    Err(e) => e.0,
+                    Ok(()) => Error::TRUNC.0,
+                };
+                if truncated {
+                    crate::ox_log!(
+                        Info,
+                        EpData,
+                        super::super::NAME,
+                        "message of {} bytes truncated to the receive buffer's {room}",
+                        w.len
+                    );
+                }
+                if let Some(c) = self.cntr(C_RECV) {
+                    c.inc_err(1);
+                }
+                if let Some((cq, _)) = self.cq(true) {
+                    let _ = cq.push_err(ErrCompletion {
+                        context: r.context,
+                        flags,
+                        len: take as usize,
+                        buf,
+                        data: w.data,
+                        tag: w.tag,
+                        olen: (w.len - take) as usize,
+                        err,
+                        prov_errno: err,
+                        ..ErrCompletion::default()
+                    });
+                }
+            }
+        }
+    }
+}
