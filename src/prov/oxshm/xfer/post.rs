@@ -1,0 +1,554 @@
+//! The initiator's side of the data path: operations and receives as the
+//! endpoint posts them (`fi_send`, `fi_write`, `fi_recv` and the rest reach
+//! [`Xfer::post`] and [`Xfer::post_recv`]), cancelling, and peeking at and
+//! claiming unexpected messages (FI_PEEK, FI_CLAIM, FI_DISCARD). See the
+//! parent module for the whole data path.
+
+use super::*;
+
+impl Xfer {
+    /// Posts a transmit operation. -FI_EAGAIN when the queue or the peer's
+    /// inbox is full (after driving progress once).
+    pub fn post(&self, p: &Post<'_>) -> Result<()> {
+        let dest = self.resolve(p.dest)?;
+        let ep = self.ep();
+        if self.inflight.load(Ordering::Acquire) >= ep.tx_size {
+            self.progress_app(true);
+            return Err(Error::AGAIN);
+        }
+        let inject = p.flags & FI_INJECT != 0;
+        let report = !p.silent
+            && match self.cq(false) {
+                Some((_, selective)) => !selective || p.flags & FI_COMPLETION != 0,
+                None => false,
+            };
+        let len: u64 = p.local.iter().map(|x| x.1).sum();
+        let (kind, cntr) = match p.kind {
+            OpKind::Send { .. } => (K_MSG, C_SEND),
+            OpKind::Write => (K_WRITE, C_WRITE),
+            OpKind::Read => (K_READ, C_READ),
+            OpKind::Atomic {
+                kind: atomics::Kind::Base,
+                ..
+            } => (K_ATOMIC, C_WRITE),
+            OpKind::Atomic { .. } => (K_ATOMIC, C_READ),
+        };
+        let auth = &self.auth;
+        if auth.len() > AUTH_MAX {
+            crate::ox_log!(
+                Warn,
+                EpData,
+                super::super::NAME,
+                "authorization keys over {AUTH_MAX} bytes are not supported"
+            );
+            return Err(Error::INVAL);
+        }
+        let mut w = Wire {
+            key: p.key,
+            addr: p.addr,
+            len,
+            data: p.data.unwrap_or(0),
+            auth_len: auth.len() as u32,
+            ..self.wire(kind)
+        };
+        if p.data.is_some() {
+            w.flags |= W_DATA;
+        }
+        let mut sink = Vec::new();
+        let mut body = Vec::new();
+        match p.kind {
+            OpKind::Send { tagged, tag } => {
+                w.tag = tag;
+                if tagged {
+                    w.flags |= W_TAGGED;
+                }
+            }
+            OpKind::Atomic { kind, dt, op } => {
+                w.dt = dt;
+                w.aop = op;
+                w.akind = kind as u32;
+                sink = p.result.to_vec();
+            }
+            _ => {}
+        }
+        let inline = match p.kind {
+            OpKind::Read => len as usize <= INLINE,
+            OpKind::Atomic { .. } => true,
+            _ => len as usize <= INLINE || inject,
+        };
+        if inject && len as usize > INLINE {
+            return Err(Error::MSGSIZE);
+        }
+        // Inline sends and writes: the payload is gathered from the
+        // application's buffers straight into the target's ring cell.
+        let mut direct = false;
+        if inline {
+            w.flags |= W_INLINE;
+            match p.kind {
+                OpKind::Send { .. } | OpKind::Write => direct = true,
+                OpKind::Atomic { kind, op, .. } => {
+                    if op != crate::abi::domain::fi_op::FI_ATOMIC_READ as u32 {
+                        // SAFETY: as above.
+                        unsafe { gather(p.local, &mut body) };
+                    }
+                    w.niov = body.len() as u32;
+                    if kind == atomics::Kind::Compare {
+                        // SAFETY: as above.
+                        unsafe { gather(p.compare, &mut body) };
+                    }
+                    if kind == atomics::Kind::Base {
+                        sink.clear();
+                    }
+                    w.len = if op == crate::abi::domain::fi_op::FI_ATOMIC_READ as u32 {
+                        p.result.iter().map(|x| x.1).sum()
+                    } else {
+                        len
+                    };
+                }
+                OpKind::Read => sink = p.local.to_vec(),
+            }
+        } else {
+            w.niov = p.local.len() as u32;
+            body = iov_bytes(p.local);
+        }
+        let peer = self.peer(&dest).ok();
+        let rma = matches!(p.kind, OpKind::Write | OpKind::Read);
+        if rma && !inline && peer.as_ref().is_some_and(|p| p.cma) {
+            w.flags |= W_SPLIT;
+        }
+        let bulk = (!inline && !matches!(p.kind, OpKind::Atomic { .. }))
+            .then(|| (p.local.to_vec(), p.kind == OpKind::Read));
+        let op = Pending {
+            context: p.context,
+            cflags: cflags(&p.kind),
+            len: w.len,
+            report,
+            cntr,
+            sink,
+            bulk,
+            peer: dest,
+            tag: w.tag,
+            data: w.data,
+        };
+        let Some(peer) = peer else {
+            // The peer is gone or was never there: an error completion.
+            self.inflight.fetch_add(1, Ordering::AcqRel);
+            self.complete(op, Err(Error::HOSTUNREACH));
+            return Ok(());
+        };
+        // An inline message is complete once it is in the target's inbox
+        // (FI_TRANSMIT_COMPLETE: the target's provider holds the bytes),
+        // unless the caller asked for delivery completion. An injected
+        // write has no completion to carry the target's answer: a refused
+        // one is logged and counted at the target and changes nothing.
+        let noack = inline
+            && match p.kind {
+                OpKind::Send { .. } => p.flags & FI_DELIVERY_COMPLETE == 0,
+                // With a write counter bound, the refusal of an injected
+                // write is counted there: it waits for the answer.
+                OpKind::Write => p.silent && self.cntr(C_WRITE).is_none(),
+                _ => false,
+            };
+        // The request's bytes, into a cell of the target's ring.
+        let send = |w: &Wire| {
+            if !direct {
+                return peer.seg.send(&[w.bytes(), auth, &body], Urgency::Request);
+            }
+            let room = WIRE + auth.len() + len as usize;
+            peer.seg.send_with(room, |cell| {
+                cell[..WIRE].copy_from_slice(w.bytes());
+                cell[WIRE..WIRE + auth.len()].copy_from_slice(auth);
+                let mut at = WIRE + auth.len();
+                for &(a, l) in p.local {
+                    // SAFETY: the application's buffers are readable for
+                    // the length it gave (fi_msg(3), fi_rma(3)).
+                    let src = unsafe { std::slice::from_raw_parts(a as *const u8, l as usize) };
+                    cell[at..at + src.len()].copy_from_slice(src);
+                    at += src.len();
+                }
+                at
+            })
+        };
+        if noack {
+            // A target whose endpoint is closed takes nothing: an error
+            // completion, as for an acknowledged operation. (One that
+            // closes after this look loses the message, as with any
+            // provider that completes at transmit.)
+            if peer.seg.owner_closed() {
+                self.completed(op, Err(Error::HOSTUNREACH));
+                return Ok(());
+            }
+            w.flags |= W_NOACK;
+            send(&w).inspect_err(|e| {
+                if *e == Error::AGAIN {
+                    self.progress_app(true);
+                }
+            })?;
+            // Never in flight: no locked instruction here, which would
+            // wait for the cell's stores to leave this CPU.
+            self.completed(op, Ok(()));
+            return Ok(());
+        }
+        let id = lock(&self.pend).insert(op);
+        w.op = id;
+        self.inflight.fetch_add(1, Ordering::AcqRel);
+        match send(&w) {
+            Ok(()) => {
+                // A peer found gone after this operation was looked up had
+                // its pending operations failed before this one existed:
+                // fail it too (the peer check adds to `dead` first).
+                if self.is_dead(&dest) {
+                    let op = lock(&self.pend).take(id);
+                    if let Some(op) = op {
+                        self.complete(op, Err(Error::IO));
+                    }
+                }
+                Ok(())
+            }
+            Err(e) => {
+                lock(&self.pend).take(id);
+                self.inflight.fetch_sub(1, Ordering::AcqRel);
+                if e == Error::AGAIN {
+                    self.progress_app(true);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    /// Posts a receive buffer; matches it against the messages already
+    /// here (a multi-receive buffer takes as many as fit).
+    pub fn post_recv(&self, r: &RecvPost<'_>) -> Result<()> {
+        let recv = self.recv_of(r)?;
+        let mut rx = lock(&self.rx);
+        if recv.multi.is_none() {
+            let found = rx
+                .unexpected
+                .iter()
+                .position(|u| u.claim.is_none() && matches(&recv, &u.w));
+            if let Some(i) = found {
+                let u = rx.unexpected.remove(i).unwrap_or_else(|| unreachable!());
+                drop(rx);
+                self.deliver(recv, u.w, &u.bytes, &u.remote, true);
+                return Ok(());
+            }
+            if rx.posted.len() >= self.ep().rx_size {
+                return Err(Error::AGAIN);
+            }
+            rx.posted.push_back(recv);
+            self.posted_recvs.store(rx.posted.len(), Ordering::Release);
+            return Ok(());
+        }
+        // A multi-receive buffer is posted only when no waiting message
+        // matches it any more; until then it is this call's alone, and
+        // messages arriving meanwhile queue up as unexpected ones.
+        if rx.posted.len() >= self.ep().rx_size {
+            return Err(Error::AGAIN);
+        }
+        loop {
+            let found = rx
+                .unexpected
+                .iter()
+                .position(|u| u.claim.is_none() && matches(&recv, &u.w));
+            let Some(i) = found else {
+                rx.posted.push_back(recv);
+                self.posted_recvs.store(rx.posted.len(), Ordering::Release);
+                return Ok(());
+            };
+            let len = rx.unexpected[i].w.len;
+            let (piece, released) = self.take_piece(&recv, len);
+            let u = piece
+                .is_some()
+                .then(|| rx.unexpected.remove(i).unwrap_or_else(|| unreachable!()));
+            drop(rx);
+            if let (Some(p), Some(u)) = (piece, u) {
+                self.deliver(p, u.w, &u.bytes, &u.remote, true);
+            }
+            if released {
+                return Ok(());
+            }
+            rx = lock(&self.rx);
+        }
+    }
+
+    /// The receive that a posted buffer stands for.
+    pub(super) fn recv_of(&self, r: &RecvPost<'_>) -> Result<Recv> {
+        let src = if r.src == FI_ADDR_UNSPEC || r.src == FI_ADDR_NOTAVAIL {
+            None
+        } else {
+            Some(self.resolve(r.src)?)
+        };
+        let report = match self.cq(true) {
+            Some((_, selective)) => !selective || r.flags & FI_COMPLETION != 0,
+            None => false,
+        };
+        Ok(Recv {
+            tagged: r.tagged,
+            tag: r.tag,
+            ignore: r.ignore,
+            src,
+            iov: r.iov.into(),
+            report,
+            context: r.context,
+            multi: (r.flags & FI_MULTI_RECV != 0)
+                .then(|| Arc::new(Multi::new(self.ep().min_multi_recv()))),
+        })
+    }
+
+    /// The piece of multi-receive buffer `r` that a message of `len` bytes
+    /// fills, if it fits; and whether the buffer is released. A buffer
+    /// released without the message completes on its own here when no
+    /// piece of it is outstanding.
+    pub(super) fn take_piece(&self, r: &Recv, len: u64) -> (Option<Recv>, bool) {
+        let Some(m) = r.multi.as_ref() else {
+            return (None, true);
+        };
+        let room: u64 = r.iov.iter().map(|x| x.1).sum();
+        match m.carve(room, len) {
+            Carve::Piece { off, len, released } => {
+                let piece = Recv {
+                    src: r.src,
+                    iov: window(&r.iov, off, len)[..].into(),
+                    multi: Some(Arc::clone(m)),
+                    ..*r
+                };
+                (Some(piece), released)
+            }
+            Carve::Full => {
+                crate::ox_log!(
+                    Debug,
+                    EpData,
+                    super::super::NAME,
+                    "a message of {len} bytes does not fit in what remains of multi-receive buffer {:?}: the buffer is released",
+                    r.context
+                );
+                if m.release() {
+                    self.multi_released(r, None);
+                }
+                (None, true)
+            }
+        }
+    }
+
+    /// The completion of its own that says multi-receive buffer `r` is
+    /// released (fi_cq(3) FI_MULTI_RECV): no other flag, len 0; or the
+    /// FI_ECANCELED error completion of a cancelled buffer.
+    pub(super) fn multi_released(&self, r: &Recv, err: Option<Error>) {
+        let Some((cq, _)) = self.cq(true) else {
+            return;
+        };
+        let buf = r
+            .iov
+            .first()
+            .map_or(std::ptr::null_mut(), |x| x.0 as *mut c_void);
+        let _ = match err {
+            None => cq.push(Completion {
+                context: r.context,
+                flags: FI_MULTI_RECV,
+                buf,
+                ..Default::default()
+            }),
+            Some(e) => cq.push_err(ErrCompletion {
+                context: r.context,
+                flags: FI_MULTI_RECV | FI_RECV | if r.tagged { FI_TAGGED } else { FI_MSG },
+                buf,
+                tag: r.tag,
+                err: e.0,
+                prov_errno: e.0,
+                ..ErrCompletion::default()
+            }),
+        };
+    }
+
+    /// Cancels the posted receive with `context`: it completes with
+    /// FI_ECANCELED. A multi-receive buffer stops taking messages; its
+    /// error completion carries FI_MULTI_RECV unless pieces of it are still
+    /// being filled, in which case the last of them does.
+    pub fn cancel(&self, context: *mut c_void) {
+        let mut rx = lock(&self.rx);
+        let Some(i) = rx.posted.iter().position(|r| r.context == context) else {
+            return;
+        };
+        let r = rx.posted.remove(i).unwrap_or_else(|| unreachable!());
+        self.posted_recvs.store(rx.posted.len(), Ordering::Release);
+        drop(rx);
+        if let Some(m) = r.multi.as_ref() {
+            let alone = m.release();
+            if alone {
+                return self.multi_released(&r, Some(Error::CANCELED));
+            }
+        }
+        if let Some((cq, _)) = self.cq(true) {
+            let _ = cq.push_err(ErrCompletion {
+                context: r.context,
+                flags: FI_RECV | if r.tagged { FI_TAGGED } else { FI_MSG },
+                buf: r
+                    .iov
+                    .first()
+                    .map_or(std::ptr::null_mut(), |x| x.0 as *mut c_void),
+                tag: r.tag,
+                err: Error::CANCELED.0,
+                prov_errno: Error::CANCELED.0,
+                ..ErrCompletion::default()
+            });
+        }
+    }
+
+    /// fi_trecvmsg with FI_PEEK (fi_tagged(3)): looks for a waiting
+    /// message that `r` matches, without receiving it. Found: a completion
+    /// with the message's length, tag and data (no buffer); with `claim`
+    /// the message is then reserved for an FI_CLAIM receive with the same
+    /// context, with `discard` it is dropped. Not found: an FI_ENOMSG error
+    /// completion. A claim writes a token into the context (an application
+    /// `struct fi_context`, as FI_CLAIM requires); -FI_EBUSY when that
+    /// context already holds a claim.
+    pub fn peek(&self, r: &RecvPost<'_>, claim: bool, discard: bool) -> Result<()> {
+        if claim && r.context.is_null() {
+            crate::ox_log!(
+                Warn,
+                EpData,
+                super::super::NAME,
+                "fi_trecvmsg: FI_CLAIM needs a struct fi_context as the context, not NULL"
+            );
+            return Err(Error::INVAL);
+        }
+        let want = self.recv_of(r)?;
+        // A message in the inbox was sent before the peek: it is seen.
+        self.drain_all();
+        let mut rx = lock(&self.rx);
+        if claim
+            && rx
+                .unexpected
+                .iter()
+                .any(|u| u.claim.is_some_and(|c| c.0 == r.context as usize))
+        {
+            crate::ox_log!(
+                Warn,
+                EpData,
+                super::super::NAME,
+                "fi_trecvmsg: FI_PEEK | FI_CLAIM with context {:?}, which already holds a claimed message",
+                r.context
+            );
+            return Err(Error::BUSY);
+        }
+        let found = rx
+            .unexpected
+            .iter()
+            .position(|u| u.claim.is_none() && matches(&want, &u.w));
+        let Some(i) = found else {
+            drop(rx);
+            if let Some((cq, _)) = self.cq(true) {
+                let _ = cq.push_err(ErrCompletion {
+                    context: r.context,
+                    flags: FI_TAGGED | FI_RECV,
+                    tag: r.tag,
+                    err: Error::NOMSG.0,
+                    prov_errno: Error::NOMSG.0,
+                    ..ErrCompletion::default()
+                });
+            }
+            return Ok(());
+        };
+        let w = rx.unexpected[i].w;
+        if claim {
+            let token = self.next_grant.fetch_add(1, Ordering::Relaxed);
+            // SAFETY: FI_CLAIM requires the context to be the
+            // application's `struct fi_context`, the provider's to use
+            // until the paired FI_CLAIM receive (fi_tagged(3)).
+            unsafe {
+                (*(r.context as *mut crate::abi::fabric::fi_context)).internal[0] =
+                    token as *mut c_void
+            };
+            rx.unexpected[i].claim = Some((r.context as usize, token));
+        }
+        let gone = discard.then(|| rx.unexpected.remove(i)).flatten();
+        drop(rx);
+        if let Some(u) = gone {
+            self.discarded(&u);
+        }
+        self.peeked(r.context, &w, w.len);
+        Ok(())
+    }
+
+    /// fi_trecvmsg with FI_CLAIM and without FI_PEEK: receives into `r`
+    /// (or, with `discard`, drops) the message claimed by an earlier
+    /// FI_PEEK | FI_CLAIM with the same context. -FI_EINVAL when that
+    /// context holds no claim.
+    pub fn claimed(&self, r: &RecvPost<'_>, discard: bool) -> Result<()> {
+        if r.context.is_null() {
+            crate::ox_log!(
+                Warn,
+                EpData,
+                super::super::NAME,
+                "fi_trecvmsg: FI_CLAIM needs a struct fi_context as the context, not NULL"
+            );
+            return Err(Error::INVAL);
+        }
+        let recv = self.recv_of(r)?;
+        let mut rx = lock(&self.rx);
+        let at = rx
+            .unexpected
+            .iter()
+            .position(|u| u.claim.is_some_and(|c| c.0 == r.context as usize));
+        let Some(i) = at else {
+            crate::ox_log!(
+                Warn,
+                EpData,
+                super::super::NAME,
+                "fi_trecvmsg: FI_CLAIM with context {:?}, which holds no claimed message (claim it with FI_PEEK | FI_CLAIM first)",
+                r.context
+            );
+            return Err(Error::INVAL);
+        };
+        // SAFETY: the context is the application's `struct fi_context`
+        // that the peek wrote the token into (fi_tagged(3)).
+        let token =
+            unsafe { (*(r.context as *const crate::abi::fabric::fi_context)).internal[0] } as u64;
+        if rx.unexpected[i].claim.is_some_and(|c| c.1 != token) {
+            crate::ox_log!(
+                Warn,
+                EpData,
+                super::super::NAME,
+                "fi_trecvmsg: FI_CLAIM with context {:?}, whose claim was overwritten since FI_PEEK | FI_CLAIM",
+                r.context
+            );
+            return Err(Error::INVAL);
+        }
+        let u = rx.unexpected.remove(i).unwrap_or_else(|| unreachable!());
+        drop(rx);
+        if discard {
+            self.discarded(&u);
+            self.peeked(r.context, &u.w, 0);
+        } else {
+            self.deliver(recv, u.w, &u.bytes, &u.remote, true);
+        }
+        Ok(())
+    }
+
+    /// Releases the sender of a discarded message (an inline one was
+    /// released when it was buffered): its send completes successfully,
+    /// as the application consumed the message (fi_tagged(3)
+    /// FI_MATCH_COMPLETE).
+    pub(super) fn discarded(&self, u: &Unexpected) {
+        if u.w.flags & W_INLINE == 0 {
+            self.respond(&u.w, 0, &[]);
+        }
+    }
+
+    /// The completion of a peek or a discard: the message's meta-data,
+    /// `len` bytes, no buffer.
+    pub(super) fn peeked(&self, context: *mut c_void, w: &Wire, len: u64) {
+        if let Some((cq, _)) = self.cq(true) {
+            let data = w.flags & W_DATA != 0;
+            let _ = cq.push(Completion {
+                context,
+                flags: FI_TAGGED | FI_RECV | if data { FI_REMOTE_CQ_DATA } else { 0 },
+                len: len as usize,
+                data: if data { w.data } else { 0 },
+                tag: w.tag,
+                src: self.source(&w.src()),
+                ..Default::default()
+            });
+        }
+    }
+}
