@@ -120,7 +120,7 @@ fi
 
 # listening PORT: whether a TCP socket listens on PORT.
 listening() {
-	ss -Hltn "sport = :$1" 2>/dev/null | grep -q .
+	ss -Hltn "sport = :$1" 2>/dev/null | grep . >/dev/null
 }
 
 # figure LOG: the usec/xfer column of fabtests' result line.

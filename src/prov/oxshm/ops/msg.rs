@@ -1,0 +1,690 @@
+//! fi_msg(3) and fi_tagged(3) on an oxshm endpoint: sends, receives
+//! (FI_MULTI_RECV included), injects, and tagged peeks and claims.
+
+use super::*;
+
+/// Everything a send-type call says.
+struct Send<'a> {
+    call: &'a str,
+    tagged: bool,
+    tag: u64,
+    iov: *const iovec,
+    desc: *mut *mut c_void,
+    count: usize,
+    dest: fi_addr_t,
+    data: Option<u64>,
+    /// None: the endpoint's default transmit flags.
+    flags: Option<u64>,
+    inject: bool,
+    context: *mut c_void,
+}
+
+fn send(e: *mut fid_ep, s: Send<'_>) -> ssize_t {
+    slot_ssize(s.call, || {
+        let ep = ep_of(e)?;
+        let (cap, name, max, inj) = if s.tagged {
+            (
+                FI_TAGGED,
+                "FI_TAGGED",
+                Limit::MaxTagged,
+                Limit::InjectTagged,
+            )
+        } else {
+            (FI_MSG, "FI_MSG", Limit::MaxMsg, Limit::InjectMsg)
+        };
+        need_cap(ep, cap, name, s.call)?;
+        let mut flags = s.flags.unwrap_or_else(|| ep.op_flags(false));
+        if s.inject {
+            flags |= FI_INJECT;
+        }
+        let inject = flags & FI_INJECT != 0;
+        // SAFETY: the caller's iov/desc arrays (fi_msg(3)).
+        let local = unsafe { locals(ep, s.iov, s.desc, s.count, Access::SEND, !inject, s.call) }?;
+        check_size(ep, total(&local), max, inject.then_some(inj), s.call)?;
+        let p = Post {
+            dest: s.dest,
+            kind: OpKind::Send {
+                tagged: s.tagged,
+                tag: s.tag,
+            },
+            local: &local,
+            result: &[],
+            compare: &[],
+            addr: 0,
+            key: 0,
+            data: s.data,
+            flags,
+            silent: s.inject,
+            context: s.context,
+        };
+        post(ep, &p, s.call)
+    })
+}
+
+struct Recv<'a> {
+    call: &'a str,
+    tagged: bool,
+    tag: u64,
+    ignore: u64,
+    iov: *const iovec,
+    desc: *mut *mut c_void,
+    count: usize,
+    src: fi_addr_t,
+    flags: Option<u64>,
+    context: *mut c_void,
+}
+
+fn recv(e: *mut fid_ep, r: Recv<'_>) -> ssize_t {
+    slot_ssize(r.call, || {
+        let ep = ep_of(e)?;
+        let (cap, name) = if r.tagged {
+            (FI_TAGGED, "FI_TAGGED")
+        } else {
+            (FI_MSG, "FI_MSG")
+        };
+        need_cap(ep, cap, name, r.call)?;
+        let flags = match r.flags {
+            Some(f) => f,
+            // A default FI_MULTI_RECV (rx_attr op_flags, FI_SETOPSFLAG)
+            // applies to the receives that may use it.
+            None => {
+                let f = ep.op_flags(true);
+                let multi_cap = if r.tagged {
+                    FI_TAGGED_MULTI_RECV
+                } else {
+                    FI_MULTI_RECV
+                };
+                if ep.caps & multi_cap == 0 {
+                    f & !FI_MULTI_RECV
+                } else {
+                    f
+                }
+            }
+        };
+        let search = recv_flags(ep, &r, flags)?;
+        let src = if ep.caps & FI_DIRECTED_RECV != 0 {
+            r.src
+        } else {
+            FI_ADDR_UNSPEC
+        };
+        // A peek and a discard take no data: their buffers are ignored
+        // (fi_tagged(3)).
+        let local = if flags & (FI_PEEK | FI_DISCARD) != 0 {
+            IovList::default()
+        } else {
+            // SAFETY: the caller's iov/desc arrays (fi_msg(3)).
+            unsafe { locals(ep, r.iov, r.desc, r.count, Access::RECV, true, r.call) }?
+        };
+        if flags & FI_MULTI_RECV != 0 && total(&local) == 0 {
+            crate::ox_log!(
+                Warn,
+                EpData,
+                crate::prov::oxshm::NAME,
+                "{}: FI_MULTI_RECV with an empty buffer",
+                r.call
+            );
+            return Err(Error::INVAL);
+        }
+        let p = RecvPost {
+            tagged: r.tagged,
+            tag: r.tag,
+            ignore: r.ignore,
+            src,
+            iov: &local,
+            flags,
+            context: r.context,
+        };
+        let x = ep.xfer(r.call)?;
+        match search {
+            Search::None => x.post_recv(&p)?,
+            Search::Peek { claim, discard } => x.peek(&p, claim, discard)?,
+            Search::Claimed { discard } => x.claimed(&p, discard)?,
+        }
+        Ok(0)
+    })
+}
+
+/// What a receive's FI_PEEK, FI_CLAIM and FI_DISCARD flags ask.
+enum Search {
+    /// A plain receive.
+    None,
+    /// Look for a matching message (and claim or discard it).
+    Peek { claim: bool, discard: bool },
+    /// Receive (or discard) a message claimed with this context.
+    Claimed { discard: bool },
+}
+
+/// Checks the flag combination of a receive (fi_msg(3), fi_tagged(3)).
+fn recv_flags(ep: &Ep, r: &Recv<'_>, flags: u64) -> Result<Search> {
+    let refuse = |what: &str, e: Error| {
+        crate::ox_log!(Warn, EpData, crate::prov::oxshm::NAME, "{}: {what}", r.call);
+        Err(e)
+    };
+    let (peek, claim, discard) = (
+        flags & FI_PEEK != 0,
+        flags & FI_CLAIM != 0,
+        flags & FI_DISCARD != 0,
+    );
+    if flags & FI_MULTI_RECV != 0 {
+        if peek || claim || discard {
+            return refuse(
+                "FI_MULTI_RECV does not combine with FI_PEEK, FI_CLAIM or FI_DISCARD",
+                Error::INVAL,
+            );
+        }
+        let (cap, name) = if r.tagged {
+            (FI_TAGGED_MULTI_RECV, "FI_TAGGED_MULTI_RECV")
+        } else {
+            (FI_MULTI_RECV, "FI_MULTI_RECV")
+        };
+        need_cap(ep, cap, name, r.call)?;
+    }
+    if !(peek || claim || discard) {
+        return Ok(Search::None);
+    }
+    if !r.tagged {
+        return refuse(
+            "FI_PEEK, FI_CLAIM and FI_DISCARD apply to tagged receives only (fi_trecvmsg)",
+            Error::OPNOTSUPP,
+        );
+    }
+    if discard && !(peek || claim) {
+        return refuse("FI_DISCARD needs FI_PEEK or FI_CLAIM", Error::INVAL);
+    }
+    if claim && r.context.is_null() {
+        return refuse(
+            "FI_CLAIM needs a struct fi_context as the context, not NULL",
+            Error::INVAL,
+        );
+    }
+    Ok(if peek {
+        Search::Peek { claim, discard }
+    } else {
+        Search::Claimed { discard }
+    })
+}
+
+pub(super) fn one(buf: *const c_void, len: size_t) -> iovec {
+    iovec {
+        iov_base: buf as *mut c_void,
+        iov_len: len,
+    }
+}
+
+pub(crate) unsafe extern "C" fn msg_recv(
+    e: *mut fid_ep,
+    buf: *mut c_void,
+    len: size_t,
+    mut desc: *mut c_void,
+    src: fi_addr_t,
+    context: *mut c_void,
+) -> ssize_t {
+    let io = one(buf, len);
+    recv(
+        e,
+        Recv {
+            call: "fi_recv",
+            tagged: false,
+            tag: 0,
+            ignore: 0,
+            iov: &io,
+            desc: &mut desc,
+            count: 1,
+            src,
+            flags: None,
+            context,
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn msg_recvv(
+    e: *mut fid_ep,
+    iov: *const iovec,
+    desc: *mut *mut c_void,
+    count: size_t,
+    src: fi_addr_t,
+    context: *mut c_void,
+) -> ssize_t {
+    recv(
+        e,
+        Recv {
+            call: "fi_recvv",
+            tagged: false,
+            tag: 0,
+            ignore: 0,
+            iov,
+            desc,
+            count,
+            src,
+            flags: None,
+            context,
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn msg_recvmsg(
+    e: *mut fid_ep,
+    m: *const fi_msg,
+    flags: u64,
+) -> ssize_t {
+    if m.is_null() {
+        return null_msg("fi_recvmsg");
+    }
+    // SAFETY: m is a valid fi_msg (fi_msg(3)).
+    let m = unsafe { *m };
+    recv(
+        e,
+        Recv {
+            call: "fi_recvmsg",
+            tagged: false,
+            tag: 0,
+            ignore: 0,
+            iov: m.msg_iov,
+            desc: m.desc,
+            count: m.iov_count,
+            src: m.addr,
+            flags: Some(flags),
+            context: m.context,
+        },
+    )
+}
+
+pub(super) fn null_msg(call: &str) -> ssize_t {
+    crate::ox_log!(
+        Warn,
+        EpData,
+        crate::prov::oxshm::NAME,
+        "{call}: msg is NULL"
+    );
+    Error::INVAL.code() as ssize_t
+}
+
+#[allow(clippy::too_many_arguments)]
+fn send_one(
+    e: *mut fid_ep,
+    call: &str,
+    tagged: bool,
+    tag: u64,
+    buf: *const c_void,
+    len: size_t,
+    mut desc: *mut c_void,
+    dest: fi_addr_t,
+    data: Option<u64>,
+    inject: bool,
+    context: *mut c_void,
+) -> ssize_t {
+    let io = one(buf, len);
+    send(
+        e,
+        Send {
+            call,
+            tagged,
+            tag,
+            iov: &io,
+            desc: &mut desc,
+            count: 1,
+            dest,
+            data,
+            flags: None,
+            inject,
+            context,
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn msg_send(
+    e: *mut fid_ep,
+    buf: *const c_void,
+    len: size_t,
+    desc: *mut c_void,
+    dest: fi_addr_t,
+    context: *mut c_void,
+) -> ssize_t {
+    send_one(
+        e, "fi_send", false, 0, buf, len, desc, dest, None, false, context,
+    )
+}
+
+pub(crate) unsafe extern "C" fn msg_sendv(
+    e: *mut fid_ep,
+    iov: *const iovec,
+    desc: *mut *mut c_void,
+    count: size_t,
+    dest: fi_addr_t,
+    context: *mut c_void,
+) -> ssize_t {
+    send(
+        e,
+        Send {
+            call: "fi_sendv",
+            tagged: false,
+            tag: 0,
+            iov,
+            desc,
+            count,
+            dest,
+            data: None,
+            flags: None,
+            inject: false,
+            context,
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn msg_sendmsg(
+    e: *mut fid_ep,
+    m: *const fi_msg,
+    flags: u64,
+) -> ssize_t {
+    if m.is_null() {
+        return null_msg("fi_sendmsg");
+    }
+    // SAFETY: m is a valid fi_msg (fi_msg(3)).
+    let m = unsafe { *m };
+    send(
+        e,
+        Send {
+            call: "fi_sendmsg",
+            tagged: false,
+            tag: 0,
+            iov: m.msg_iov,
+            desc: m.desc,
+            count: m.iov_count,
+            dest: m.addr,
+            data: (flags & FI_REMOTE_CQ_DATA != 0).then_some(m.data),
+            flags: Some(flags),
+            inject: false,
+            context: m.context,
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn msg_inject(
+    e: *mut fid_ep,
+    buf: *const c_void,
+    len: size_t,
+    dest: fi_addr_t,
+) -> ssize_t {
+    send_one(
+        e,
+        "fi_inject",
+        false,
+        0,
+        buf,
+        len,
+        std::ptr::null_mut(),
+        dest,
+        None,
+        true,
+        std::ptr::null_mut(),
+    )
+}
+
+pub(crate) unsafe extern "C" fn msg_senddata(
+    e: *mut fid_ep,
+    buf: *const c_void,
+    len: size_t,
+    desc: *mut c_void,
+    data: u64,
+    dest: fi_addr_t,
+    context: *mut c_void,
+) -> ssize_t {
+    send_one(
+        e,
+        "fi_senddata",
+        false,
+        0,
+        buf,
+        len,
+        desc,
+        dest,
+        Some(data),
+        false,
+        context,
+    )
+}
+
+pub(crate) unsafe extern "C" fn msg_injectdata(
+    e: *mut fid_ep,
+    buf: *const c_void,
+    len: size_t,
+    data: u64,
+    dest: fi_addr_t,
+) -> ssize_t {
+    send_one(
+        e,
+        "fi_injectdata",
+        false,
+        0,
+        buf,
+        len,
+        std::ptr::null_mut(),
+        dest,
+        Some(data),
+        true,
+        std::ptr::null_mut(),
+    )
+}
+
+pub(crate) unsafe extern "C" fn tagged_recv(
+    e: *mut fid_ep,
+    buf: *mut c_void,
+    len: size_t,
+    mut desc: *mut c_void,
+    src: fi_addr_t,
+    tag: u64,
+    ignore: u64,
+    context: *mut c_void,
+) -> ssize_t {
+    let io = one(buf, len);
+    recv(
+        e,
+        Recv {
+            call: "fi_trecv",
+            tagged: true,
+            tag,
+            ignore,
+            iov: &io,
+            desc: &mut desc,
+            count: 1,
+            src,
+            flags: None,
+            context,
+        },
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe extern "C" fn tagged_recvv(
+    e: *mut fid_ep,
+    iov: *const iovec,
+    desc: *mut *mut c_void,
+    count: size_t,
+    src: fi_addr_t,
+    tag: u64,
+    ignore: u64,
+    context: *mut c_void,
+) -> ssize_t {
+    recv(
+        e,
+        Recv {
+            call: "fi_trecvv",
+            tagged: true,
+            tag,
+            ignore,
+            iov,
+            desc,
+            count,
+            src,
+            flags: None,
+            context,
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn tagged_recvmsg(
+    e: *mut fid_ep,
+    m: *const fi_msg_tagged,
+    flags: u64,
+) -> ssize_t {
+    if m.is_null() {
+        return null_msg("fi_trecvmsg");
+    }
+    // SAFETY: m is a valid fi_msg_tagged (fi_tagged(3)).
+    let m = unsafe { *m };
+    recv(
+        e,
+        Recv {
+            call: "fi_trecvmsg",
+            tagged: true,
+            tag: m.tag,
+            ignore: m.ignore,
+            iov: m.msg_iov,
+            desc: m.desc,
+            count: m.iov_count,
+            src: m.addr,
+            flags: Some(flags),
+            context: m.context,
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn tagged_send(
+    e: *mut fid_ep,
+    buf: *const c_void,
+    len: size_t,
+    desc: *mut c_void,
+    dest: fi_addr_t,
+    tag: u64,
+    context: *mut c_void,
+) -> ssize_t {
+    send_one(
+        e, "fi_tsend", true, tag, buf, len, desc, dest, None, false, context,
+    )
+}
+
+pub(crate) unsafe extern "C" fn tagged_sendv(
+    e: *mut fid_ep,
+    iov: *const iovec,
+    desc: *mut *mut c_void,
+    count: size_t,
+    dest: fi_addr_t,
+    tag: u64,
+    context: *mut c_void,
+) -> ssize_t {
+    send(
+        e,
+        Send {
+            call: "fi_tsendv",
+            tagged: true,
+            tag,
+            iov,
+            desc,
+            count,
+            dest,
+            data: None,
+            flags: None,
+            inject: false,
+            context,
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn tagged_sendmsg(
+    e: *mut fid_ep,
+    m: *const fi_msg_tagged,
+    flags: u64,
+) -> ssize_t {
+    if m.is_null() {
+        return null_msg("fi_tsendmsg");
+    }
+    // SAFETY: m is a valid fi_msg_tagged (fi_tagged(3)).
+    let m = unsafe { *m };
+    send(
+        e,
+        Send {
+            call: "fi_tsendmsg",
+            tagged: true,
+            tag: m.tag,
+            iov: m.msg_iov,
+            desc: m.desc,
+            count: m.iov_count,
+            dest: m.addr,
+            data: (flags & FI_REMOTE_CQ_DATA != 0).then_some(m.data),
+            flags: Some(flags),
+            inject: false,
+            context: m.context,
+        },
+    )
+}
+
+pub(crate) unsafe extern "C" fn tagged_inject(
+    e: *mut fid_ep,
+    buf: *const c_void,
+    len: size_t,
+    dest: fi_addr_t,
+    tag: u64,
+) -> ssize_t {
+    send_one(
+        e,
+        "fi_tinject",
+        true,
+        tag,
+        buf,
+        len,
+        std::ptr::null_mut(),
+        dest,
+        None,
+        true,
+        std::ptr::null_mut(),
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe extern "C" fn tagged_senddata(
+    e: *mut fid_ep,
+    buf: *const c_void,
+    len: size_t,
+    desc: *mut c_void,
+    data: u64,
+    dest: fi_addr_t,
+    tag: u64,
+    context: *mut c_void,
+) -> ssize_t {
+    send_one(
+        e,
+        "fi_tsenddata",
+        true,
+        tag,
+        buf,
+        len,
+        desc,
+        dest,
+        Some(data),
+        false,
+        context,
+    )
+}
+
+pub(crate) unsafe extern "C" fn tagged_injectdata(
+    e: *mut fid_ep,
+    buf: *const c_void,
+    len: size_t,
+    data: u64,
+    dest: fi_addr_t,
+    tag: u64,
+) -> ssize_t {
+    send_one(
+        e,
+        "fi_tinjectdata",
+        true,
+        tag,
+        buf,
+        len,
+        std::ptr::null_mut(),
+        dest,
+        Some(data),
+        true,
+        std::ptr::null_mut(),
+    )
+}
