@@ -605,19 +605,14 @@ impl Registry {
     /// (or being closed by another thread); `BUSY` while it has live
     /// sub-regions. On error nothing changes.
     pub fn close(&self, h: &Handle) -> Result<()> {
-        self.close_with(h, || {})
+        self.close_at(h.slot, h.gen, || {}).map(|_| ())
     }
 
-    /// As [`Registry::close`], running `teardown` once the region is closed
-    /// but before its slot can be handed to another registration: the
-    /// caller's per-slot state (a provider's MR object) is still its own
-    /// there.
-    pub fn close_with(&self, h: &Handle, teardown: impl FnOnce()) -> Result<()> {
-        self.close_at(h.slot, h.gen, teardown).map(|_| ())
-    }
-
-    /// As [`Registry::close_with`], for the region in `slot` at generation
-    /// `gen`; returns its handle (with its key), now stale.
+    /// As [`Registry::close`], for the region in `slot` at generation
+    /// `gen`, running `teardown` once the region is closed but before its
+    /// slot can be handed to another registration (the caller's per-slot
+    /// state, a provider's MR object, is still its own there); returns its
+    /// handle (with its key), now stale.
     pub fn close_at(&self, slot_ix: u32, gen: u64, teardown: impl FnOnce()) -> Result<Handle> {
         let slot = self.slot(slot_ix).ok_or(Error::INVAL)?;
         // One CAS takes the slot from readers, unless sub-regions live

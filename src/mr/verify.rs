@@ -169,7 +169,7 @@ impl Registry {
         loop {
             // SeqCst: a provider that counts its accesses in flight (an
             // RMW before this call) and whose close reads that count after
-            // the close's SeqCst CAS on `seq` (Registry::close_with) needs
+            // the close's SeqCst CAS on `seq` (Registry::close_at) needs
             // no further fence: of the two, one sees the other (oxshm's
             // Domain::quiesce). A plain load on x86, an ldar on arm64.
             let seq = s.seq.load(Ordering::SeqCst);

@@ -314,7 +314,7 @@ impl Domain {
     #[inline]
     pub fn quiesce(&self) {
         // Called after the region's close took its slot with a SeqCst CAS
-        // on `seq` (Registry::close_with), and every access enters (a
+        // on `seq` (Registry::close_at), and every access enters (a
         // SeqCst increment of `active`) before its verification loads
         // `seq` with SeqCst. In the single order of SeqCst operations,
         // either the access's load follows the CAS (it sees the close and
