@@ -87,15 +87,33 @@ fi
 # fi_mr_cache_evict with oxshm's pinned registrations (FI_OXSHM_PIN=1),
 # under each built-in monitor: its mmap, brk and sbrk cases must all pass
 # (the runner's own run, without pinning, finds no cache and skips them).
+#
+# The program judges the cache by the clock: a hit must take at most 20% of
+# the first registration's time (here ~1 us against ~30-50 us), and the
+# registration after an unmap more than that. One preemption of a few
+# microseconds on a busy 2-core machine trips either threshold (1 run in
+# ~200 here). A run whose only misses are those two timing verdicts is run
+# again, at most 3 times in all, and every retry is printed. A real fault
+# repeats: a cache that serves an unmapped region is fast on every run, a
+# missing cache is slow on every run, and any other failure is not retried.
+mce_timing='Assuming MR cache not enabled by provider|Reallocated MR registration time too low'
 if [ "$TESTS" = all ] || [ "$TESTS" = unit ]; then
 	for mon in userfaultfd memhooks; do
 		log=$FT/mr_cache_evict.$mon
-		(
-			export LD_LIBRARY_PATH=$PREFIX/lib FI_OXSHM_PIN=1 FI_MR_CACHE_MONITOR=$mon
-			timeout "$TIMEOUT" "$INST/bin/fi_mr_cache_evict" -p oxshm >"$log" 2>&1
-		) && [ "$(grep -c 'PASS!' "$log")" -eq 3 ] && r=Pass || r=Fail
+		for attempt in 1 2 3; do
+			(
+				export LD_LIBRARY_PATH=$PREFIX/lib FI_OXSHM_PIN=1 FI_MR_CACHE_MONITOR=$mon
+				timeout "$TIMEOUT" "$INST/bin/fi_mr_cache_evict" -p oxshm >"$log" 2>&1
+			) && [ "$(grep -c 'PASS!' "$log")" -eq 3 ] && r=Pass || r=Fail
+			[ $r = Fail ] || break
+			# the three system-memory cases: every one passed or missed on time
+			[ "$(grep -E -c 'PASS!|'"$mce_timing" "$log")" -eq 3 ] || break
+			[ $attempt -lt 3 ] || break
+			echo "fabtests.sh: fi_mr_cache_evict ($mon) run $attempt missed a timing threshold, running it again:"
+			grep -E "$mce_timing" "$log" | sed 's/^/    /'
+		done
 		printf '%s\t%s\n' $r "fi_mr_cache_evict -p oxshm (FI_OXSHM_PIN=1 FI_MR_CACHE_MONITOR=$mon, by fabtests.sh)" >>"$FT/results.tsv"
-		[ $r = Pass ] || { echo "fabtests.sh: fi_mr_cache_evict ($mon) failed:"; cat "$log"; }
+		[ $r = Pass ] || { echo "fabtests.sh: fi_mr_cache_evict ($mon) failed (run $attempt):"; cat "$log"; }
 	done
 fi
 pass=$(grep -c '^Pass' "$FT/results.tsv" || true)
