@@ -17,6 +17,8 @@
 //! `fi_addr_t` (for FI_SOURCE). A [`Peer`] stays valid while an operation
 //! holds it, even if the application removes the address meanwhile.
 
+mod cache;
+
 use super::domain::Domain;
 use super::ep::{copy_out, name_from_c, Address, ADDR_MAX};
 use super::object::{from_fid, nosys, slot, Header, Object};
@@ -134,6 +136,8 @@ pub struct Av {
     domain: *const Domain,
     pub kind: Kind,
     table: RwLock<Table>,
+    /// Lock-free answers to the data path's lookups.
+    cache: cache::Cache,
 }
 
 // SAFETY: #[repr(C)] with fid_av (which starts with struct fid) first.
@@ -179,8 +183,11 @@ impl Av {
         self.table.read().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The table, to change: every cached lookup is stale from here on.
     fn write(&self) -> RwLockWriteGuard<'_, Table> {
-        self.table.write().unwrap_or_else(|e| e.into_inner())
+        let t = self.table.write().unwrap_or_else(|e| e.into_inner());
+        self.cache.invalidate();
+        t
     }
 
     pub fn domain(&self) -> &Domain {
@@ -228,18 +235,40 @@ impl Av {
 
     /// The address `fi_addr` names, without taking a hold on its entry
     /// (the data path only needs the address itself).
+    /// Repeated lookups are answered from the cache, without the lock.
+    #[inline]
     pub fn addr_of(&self, fi_addr: fi_addr_t) -> Option<Address> {
-        let t = self.read();
-        let i = self.index(&t, fi_addr)?;
-        t.slots[i as usize].peer.as_ref().map(|p| p.addr)
+        let v = self.cache.version();
+        if let Some(hit) = self.cache.addr_of(fi_addr, v) {
+            return hit;
+        }
+        let r = {
+            let t = self.read();
+            self.index(&t, fi_addr)
+                .and_then(|i| t.slots[i as usize].peer.as_ref().map(|p| p.addr))
+        };
+        self.cache.put_addr(fi_addr, v, r);
+        r
     }
 
     /// The `fi_addr_t` under which `addr` is inserted (the lowest, if it was
-    /// inserted more than once).
+    /// inserted more than once). Repeated lookups are answered from the
+    /// cache, without the lock.
+    #[inline]
     pub fn find(&self, addr: &Address) -> Option<fi_addr_t> {
-        let t = self.read();
-        let i = *t.by_addr.get(addr)?.first()?;
-        Some(self.handle(i, t.slots[i as usize].generation))
+        let v = self.cache.version();
+        if let Some(hit) = self.cache.find(addr, v) {
+            return hit;
+        }
+        let r = {
+            let t = self.read();
+            t.by_addr
+                .get(addr)
+                .and_then(|l| l.first())
+                .map(|&i| self.handle(i, t.slots[i as usize].generation))
+        };
+        self.cache.put_find(addr, v, r);
+        r
     }
 
     /// Inserts `addrs` in order under one lock; `Err` entries stay errors.
@@ -352,6 +381,7 @@ pub unsafe extern "C" fn open(
             domain: d,
             kind,
             table: RwLock::new(table),
+            cache: cache::Cache::default(),
         });
         // SAFETY: attr and av checked non-NULL; written last, on success.
         unsafe {

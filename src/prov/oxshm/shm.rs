@@ -60,7 +60,7 @@
 use super::ep::Address;
 use crate::error::{Error, Result};
 use std::ffi::CString;
-use std::sync::atomic::{compiler_fence, fence, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{compiler_fence, fence, AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 /// Bytes of one ring cell, its header included.
@@ -879,16 +879,34 @@ impl Drop for Segment {
 /// no fence per message (see [`Segment::send`]). Registration belongs to
 /// the process, not its memory image: a child after fork(2) registers
 /// anew (or publishes with fences if it cannot).
+///
+/// Every lock release and every send asks, so the answer is one load of a
+/// static: 0 until this process has looked, then 1 (no) or 2 (yes). A
+/// fork(2) child handler puts it back to 0, so that the child looks (and
+/// registers) for itself.
+#[inline]
 pub(super) fn asym() -> bool {
-    /// (pid << 1) | registered, for the process that last looked.
-    static STATE: AtomicU64 = AtomicU64::new(0);
-    let me = my_pid();
-    let st = STATE.load(Ordering::Relaxed);
-    if st >> 1 == u64::from(me) {
-        return st & 1 != 0;
+    match ASYM.load(Ordering::Relaxed) {
+        0 => asym_first(),
+        s => s == 2,
     }
+}
+
+static ASYM: AtomicU8 = AtomicU8::new(0);
+
+#[cold]
+#[inline(never)]
+fn asym_first() -> bool {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    extern "C" fn forget() {
+        ASYM.store(0, Ordering::Relaxed);
+    }
+    ONCE.call_once(|| {
+        // SAFETY: registers a handler that only stores an atomic.
+        unsafe { libc::pthread_atfork(None, None, Some(forget)) };
+    });
     let ok = register_asym();
-    STATE.store((u64::from(me) << 1) | u64::from(ok), Ordering::Relaxed);
+    ASYM.store(if ok { 2 } else { 1 }, Ordering::Relaxed);
     ok
 }
 
@@ -1076,6 +1094,38 @@ mod tests {
             ep_id: 900_000 + id,
             nonce: 0x1234_5678_9abc_def0 ^ id as u64 ^ (std::process::id() as u64) << 32,
         }
+    }
+
+    /// The answer of [`asym`] is the process's, not its memory image's: a
+    /// fork(2) child must look (and register) for itself, or it would
+    /// publish without fences that no sleeper's membarrier orders.
+    #[test]
+    fn asym_is_forgotten_across_fork() {
+        let parent = asym();
+        assert_ne!(ASYM.load(Ordering::Relaxed), 0);
+        assert_eq!(ASYM.load(Ordering::Relaxed) == 2, parent);
+        // SAFETY: the child only loads an atomic and calls _exit.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0);
+        if pid == 0 {
+            let code = if ASYM.load(Ordering::Relaxed) == 0 {
+                0
+            } else {
+                1
+            };
+            // SAFETY: ends the child without running the parent's exit code.
+            unsafe { libc::_exit(code) };
+        }
+        let mut status = 0;
+        // SAFETY: waits for the child forked above.
+        assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+        assert!(libc::WIFEXITED(status));
+        assert_eq!(
+            libc::WEXITSTATUS(status),
+            0,
+            "the child inherited the answer"
+        );
+        assert_eq!(asym(), parent);
     }
 
     #[test]
