@@ -179,15 +179,27 @@ macro_rules! __function {
 #[macro_export]
 macro_rules! ox_log {
     ($level:ident, $subsys:ident, $prov:expr, $($arg:tt)+) => {
-        $crate::log::emit(
-            $prov,
-            $crate::log::Level::$level,
-            $crate::log::Subsys::$subsys,
-            $crate::__function!(),
-            line!(),
-            format_args!($($arg)+),
-        )
+        $crate::log::cold(|| {
+            $crate::log::emit(
+                $prov,
+                $crate::log::Level::$level,
+                $crate::log::Subsys::$subsys,
+                $crate::__function!(),
+                line!(),
+                format_args!($($arg)+),
+            )
+        })
     };
+}
+
+/// Runs `f` out of line, as the unlikely path: a log line's formatting
+/// and the look-up of its function name stay out of the caller's code,
+/// so that the checks on the data and registration paths, whose failure
+/// branches log, stay small enough to inline.
+#[cold]
+#[inline(never)]
+pub fn cold<R>(f: impl FnOnce() -> R) -> R {
+    f()
 }
 
 /// Warning from the core (provider name "core").

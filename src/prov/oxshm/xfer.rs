@@ -395,18 +395,29 @@ pub(super) enum IovList {
 }
 
 impl Default for IovList {
+    #[inline]
     fn default() -> IovList {
         IovList::Inline(0, [(0, 0); IOV_MAX])
     }
 }
 
 impl IovList {
+    #[inline]
     pub(super) fn push(&mut self, x: (u64, u64)) {
         match self {
             IovList::Inline(n, a) if *n < IOV_MAX => {
                 a[*n] = x;
                 *n += 1;
             }
+            _ => self.push_spill(x),
+        }
+    }
+
+    /// The rare case: past IOV_MAX buffers, or already on the heap.
+    #[cold]
+    #[inline(never)]
+    fn push_spill(&mut self, x: (u64, u64)) {
+        match self {
             IovList::Inline(n, a) => {
                 let mut v = a[..*n].to_vec();
                 v.push(x);
@@ -418,17 +429,20 @@ impl IovList {
 }
 
 impl From<&[(u64, u64)]> for IovList {
+    #[inline]
     fn from(v: &[(u64, u64)]) -> IovList {
-        let mut l = IovList::default();
-        for &x in v {
-            l.push(x);
+        if v.len() <= IOV_MAX {
+            let mut a = [(0, 0); IOV_MAX];
+            a[..v.len()].copy_from_slice(v);
+            return IovList::Inline(v.len(), a);
         }
-        l
+        IovList::Heap(v.to_vec())
     }
 }
 
 impl std::ops::Deref for IovList {
     type Target = [(u64, u64)];
+    #[inline]
     fn deref(&self) -> &[(u64, u64)] {
         match self {
             IovList::Inline(n, a) => &a[..*n],
