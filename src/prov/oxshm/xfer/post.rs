@@ -111,9 +111,29 @@ impl Xfer {
             w.niov = p.local.len() as u32;
             body = iov_bytes(p.local);
         }
-        let peer = self.peer(&dest).ok();
+        // The peer. A message that completes once it is in the target's
+        // inbox (the small-message case) borrows it under the peers lock,
+        // held across the ring write only: no count taken and dropped on
+        // the Arc, two locked instructions fewer per message. Any other
+        // operation, or a peer not met yet, takes a counted reference.
+        let mut peers = (inline
+            && matches!(p.kind, OpKind::Send { .. })
+            && p.flags & FI_DELIVERY_COMPLETE == 0)
+            .then(|| lock(&self.peers));
+        if peers.as_ref().is_some_and(|m| !m.contains_key(&dest)) {
+            peers = None;
+        }
+        let counted = if peers.is_none() {
+            self.peer(&dest).ok()
+        } else {
+            None
+        };
+        let peer: Option<&Peer> = match &peers {
+            Some(m) => m.get(&dest).map(|a| &**a),
+            None => counted.as_deref(),
+        };
         let rma = matches!(p.kind, OpKind::Write | OpKind::Read);
-        if rma && !inline && peer.as_ref().is_some_and(|p| p.cma) {
+        if rma && !inline && peer.is_some_and(|p| p.cma) {
             w.flags |= W_SPLIT;
         }
         let bulk = (!inline && !matches!(p.kind, OpKind::Atomic { .. }))
@@ -175,20 +195,25 @@ impl Xfer {
             // closes after this look loses the message, as with any
             // provider that completes at transmit.)
             if peer.seg.owner_closed() {
+                drop(peers);
                 self.completed(op, Err(Error::HOSTUNREACH));
                 return Ok(());
             }
             w.flags |= W_NOACK;
-            send(&w).inspect_err(|e| {
-                if *e == Error::AGAIN {
-                    self.progress_app(true);
-                }
-            })?;
+            let r = send(&w);
+            // Progress and completions may look peers up: not under the lock.
+            drop(peers);
+            if r == Err(Error::AGAIN) {
+                self.progress_app(true);
+            }
+            r?;
             // Never in flight: no locked instruction here, which would
             // wait for the cell's stores to leave this CPU.
             self.completed(op, Ok(()));
             return Ok(());
         }
+        // Only a message that completes in the inbox holds the lock.
+        debug_assert!(peers.is_none());
         let id = lock(&self.pend).insert(op);
         w.op = id;
         self.inflight.fetch_add(1, Ordering::AcqRel);
