@@ -4,7 +4,7 @@
  * one cross-memory copy, a shared copy taken whole or in halves, staged
  * pieces in the staged builds) must work when the initiator and the target
  * are the same process, and still be verified: a wrong key is refused and
- * moves nothing.
+ * moves nothing. Changes to an AV reach the data path's cached lookups.
  */
 #include "peer.h"
 #include <rdma/fi_domain.h>
@@ -176,11 +176,74 @@ static int messages_to_self(void)
 	return peer_close_ep(&p);
 }
 
+/* `from` injects 8 bytes carrying `tag` to `to_addr`; `rx` receives them
+ * into a posted receive and reports the source it saw in *src. */
+static int one_message(struct peer *from, fi_addr_t to_addr, struct peer *rx, unsigned char tag,
+		       fi_addr_t *src)
+{
+	unsigned char out[8], in[8] = { 0 };
+	memset(out, tag, sizeof(out));
+	int rctx;
+	CHECK_OK(fi_recv(rx->ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, &rctx));
+	CHECK_OK(fi_inject(from->ep, out, sizeof(out), to_addr));
+	struct fi_cq_tagged_entry e;
+	CHECK_OK(peer_wait_from(rx, &e, src, NULL));
+	CHECK(e.op_context == &rctx);
+	CHECK(memcmp(in, out, sizeof(in)) == 0);
+	return 0;
+}
+
+/*
+ * The data path reads the AV through a cache; every change to the AV must
+ * reach it. A send to a removed fi_addr is refused; a TABLE slot reused
+ * for another address sends there, not to the old one; a received
+ * message's source follows the receiver's AV as it changes.
+ */
+static int av_changes_reach_the_data_path(void)
+{
+	struct peer a, b;
+	CHECK_OK(open_one(&a));
+	CHECK_OK(open_one(&b));
+	fi_addr_t a_to_b, b_to_a, src;
+	CHECK_OK(address(&a, &b, &a_to_b));
+	CHECK_OK(address(&b, &a, &b_to_a));
+	/* Twice each way, so that the second of each is a cached lookup. */
+	for (int i = 0; i < 2; i++) {
+		src = 12345;
+		CHECK_OK(one_message(&a, a_to_b, &b, (unsigned char)(1 + i), &src));
+		CHECK(src == b_to_a);
+	}
+	/* The sender's AV loses the address: refused, nothing sent. */
+	CHECK_OK(fi_av_remove(a.av, &a_to_b, 1, 0));
+	unsigned char x[8] = { 0 };
+	CHECK_RC(fi_inject(a.ep, x, sizeof(x), a_to_b), -FI_EINVAL);
+	CHECK_OK(peer_cq_stays_empty(&b, 50));
+	/* The freed TABLE slot now names a itself: the next send goes to a. */
+	fi_addr_t a_to_a;
+	CHECK_OK(address(&a, &a, &a_to_a));
+	CHECK(a_to_a == a_to_b);
+	CHECK_OK(one_message(&a, a_to_a, &a, 7, NULL));
+	CHECK_OK(peer_cq_stays_empty(&b, 50));
+	/* The receiver's AV loses the sender: no source, then a new one. */
+	CHECK_OK(address(&a, &b, &a_to_b));
+	CHECK_OK(fi_av_remove(b.av, &b_to_a, 1, 0));
+	src = 12345;
+	CHECK_OK(one_message(&a, a_to_b, &b, 8, &src));
+	CHECK(src == FI_ADDR_NOTAVAIL);
+	fi_addr_t b_to_a2;
+	CHECK_OK(address(&b, &a, &b_to_a2));
+	src = 12345;
+	CHECK_OK(one_message(&a, a_to_b, &b, 9, &src));
+	CHECK(src == b_to_a2);
+	return peer_close_ep(&a) || peer_close_ep(&b);
+}
+
 static const struct test_case cases[] = {
 	CASE(rma_to_self),
 	CASE(rma_between_domains),
 	CASE(atomics_to_self),
 	CASE(messages_to_self),
+	CASE(av_changes_reach_the_data_path),
 };
 
 TEST_MAIN(cases)
