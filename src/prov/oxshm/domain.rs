@@ -104,22 +104,6 @@ static OPS_MR: fi_ops_mr = fi_ops_mr {
     regattr: Some(mr::regattr),
 };
 
-/// A random secret for provider keys (never zero).
-fn key_secret() -> u64 {
-    let mut v: u64 = 0;
-    // SAFETY: getrandom writes at most 8 bytes into v.
-    let n = unsafe { libc::getrandom(&mut v as *mut u64 as *mut c_void, 8, 0) };
-    if n != 8 {
-        // Fall back on the clock and address-space layout.
-        let t = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(1);
-        v = t ^ (&v as *const u64 as u64).rotate_left(17);
-    }
-    v | 1
-}
-
 /// Opens a domain on `fab` for `fi_domain`.
 ///
 /// # Safety
@@ -207,7 +191,8 @@ pub unsafe fn open(
     let registry = Registry::with_config(Config {
         key_size: super::info::MR_KEY_SIZE,
         prov_keys: mr_mode & FI_MR_PROV_KEY != 0,
-        secret: Some(key_secret()),
+        // Provider keys' secret: random, never zero.
+        secret: Some(super::random_u64() | 1),
         max_regions: super::info::MR_CNT,
         max_iovs: iov_limit,
     })?;

@@ -35,6 +35,24 @@ pub const VERSION: u32 = crate::prov::info::version(0, 1);
 
 pub const NAME: &str = "oxshm";
 
+/// 64 random bits from getrandom(2): endpoint address nonces and the
+/// secret of provider keys. Without an entropy source, the clock and this
+/// thread's stack address, which still differ between processes that
+/// reuse a pid.
+pub(crate) fn random_u64() -> u64 {
+    let mut v: u64 = 0;
+    // SAFETY: getrandom writes at most 8 bytes into v.
+    let n = unsafe { libc::getrandom(&mut v as *mut u64 as *mut libc::c_void, 8, 0) };
+    if n != 8 {
+        let t = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1);
+        v = t ^ (&v as *const u64 as u64).rotate_left(29);
+    }
+    v
+}
+
 pub static PROVIDER: Provider = Provider {
     name: NAME,
     version: VERSION,

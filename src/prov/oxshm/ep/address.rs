@@ -154,22 +154,6 @@ pub(super) mod names {
         LIVE.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn nonce() -> u64 {
-        let mut v: u64 = 0;
-        // SAFETY: getrandom writes at most 8 bytes into v.
-        let n = unsafe { libc::getrandom(&mut v as *mut u64 as *mut c_void, 8, 0) };
-        if n != 8 {
-            // No entropy source: the clock and this thread's stack address
-            // still differ between processes that reuse a pid.
-            let t = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(0);
-            v = t ^ (&v as *const u64 as u64).rotate_left(29);
-        }
-        v
-    }
-
     /// A new name of this process, registered as live.
     pub fn fresh() -> Address {
         let mut live = live();
@@ -177,7 +161,7 @@ pub(super) mod names {
             let a = Address {
                 pid: std::process::id(),
                 ep_id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-                nonce: nonce(),
+                nonce: crate::prov::oxshm::random_u64(),
             };
             if live.insert(a) {
                 return a;
