@@ -31,6 +31,10 @@
 /// Most slot-index bits any registry uses (16,777,216 live regions).
 pub const SLOT_BITS_MAX: u32 = 24;
 const ROUNDS: usize = 4;
+/// Slot bits of 8-byte keys: the generation takes the other 40 (more than a
+/// quarter of the bits, so the table's rule gives the slot all it can).
+const SLOT_BITS_64: u32 = SLOT_BITS_MAX;
+const _: () = assert!(64 - SLOT_BITS_64 >= 64 / 4);
 
 /// The splitmix64 step: a good stream of round keys from one secret.
 pub(crate) fn splitmix(state: &mut u64) -> u64 {
@@ -99,10 +103,30 @@ impl KeyCodec {
         (x ^ self.rk[i]).wrapping_mul(self.rm[i]) >> (64 - self.half)
     }
 
+    /// [`KeyCodec::round`] with the 64-bit key size's constant shift.
+    #[inline(always)]
+    fn round64(&self, i: usize, x: u64) -> u64 {
+        (x ^ self.rk[i]).wrapping_mul(self.rm[i]) >> 32
+    }
+
     /// The key of `slot` at generation `gen` (only its low `gen_bits` count).
     #[inline]
     pub(crate) fn encode(&self, slot: u32, gen: u64) -> u64 {
         debug_assert!(u64::from(slot) >> self.slot_bits == 0);
+        if self.bits == 64 {
+            // The common size, with its shifts and masks as constants.
+            let p = (gen << SLOT_BITS_64) | u64::from(slot);
+            let (mut l, mut r) = (p >> 32, p & 0xffff_ffff);
+            for i in 0..ROUNDS {
+                (l, r) = (r, l ^ self.round64(i, r));
+            }
+            return (l << 32) | r;
+        }
+        self.encode_any(slot, gen)
+    }
+
+    /// [`KeyCodec::encode`] for any key size.
+    fn encode_any(&self, slot: u32, gen: u64) -> u64 {
         let p = ((gen & self.gen_mask()) << self.slot_bits) | u64::from(slot);
         let mask = (1u64 << self.half) - 1;
         let (mut l, mut r) = (p >> self.half, p & mask);
@@ -116,6 +140,19 @@ impl KeyCodec {
     /// outside the key size.
     #[inline]
     pub(crate) fn decode(&self, key: u64) -> Option<(u32, u64)> {
+        if self.bits == 64 {
+            let (mut l, mut r) = (key >> 32, key & 0xffff_ffff);
+            for i in (0..ROUNDS).rev() {
+                (l, r) = (r ^ self.round64(i, l), l);
+            }
+            let p = (l << 32) | r;
+            return Some(((p & ((1 << SLOT_BITS_64) - 1)) as u32, p >> SLOT_BITS_64));
+        }
+        self.decode_any(key)
+    }
+
+    /// [`KeyCodec::decode`] for any key size.
+    fn decode_any(&self, key: u64) -> Option<(u32, u64)> {
         if self.bits < 64 && key >> self.bits != 0 {
             return None;
         }
@@ -175,6 +212,23 @@ mod tests {
         }
         assert_eq!(seen.len(), 256);
         assert_eq!(c.decode(0x100), None);
+    }
+
+    #[test]
+    fn the_eight_byte_fast_path_is_the_general_permutation() {
+        let c = KeyCodec::new(8, 0x0dd_ba11);
+        let mut st = 3u64;
+        for _ in 0..10_000 {
+            let slot = (splitmix(&mut st) & ((1 << SLOT_BITS_MAX) - 1)) as u32;
+            let gen = splitmix(&mut st);
+            let k = c.encode(slot, gen);
+            assert_eq!(k, c.encode_any(slot, gen));
+            let want = Some((slot, gen & c.gen_mask()));
+            assert_eq!(c.decode(k), want);
+            assert_eq!(c.decode_any(k), want);
+            let other = splitmix(&mut st);
+            assert_eq!(c.decode(other), c.decode_any(other));
+        }
     }
 
     #[test]

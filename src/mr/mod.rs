@@ -39,5 +39,5 @@ pub use iov::MAX_IOVS;
 pub use key::SLOT_BITS_MAX;
 pub use raw::{RawFields, RawKey, RAW_KEY_SIZE};
 pub use region::{Access, Bindings, Handle, RegFlags, RegionInfo, Request};
-pub use registry::{Config, Registry, Stats, KEY_NOTAVAIL};
+pub use registry::{CheckedIovs, Config, IovFault, Registry, Stats, KEY_NOTAVAIL};
 pub use verify::Target;

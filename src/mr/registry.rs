@@ -91,6 +91,29 @@ struct Counters {
     denied: AtomicU64,
 }
 
+/// What is wrong with a request's iovs ([`Registry::check_iovs`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IovFault {
+    /// No iovs, or more than the registry's `max_iovs`: the count.
+    Count(usize),
+    /// Iov `i` has length 0.
+    Empty(usize),
+    /// Iov `i` starts at address 0.
+    Null(usize),
+    /// Iov `i` wraps the address space.
+    Wraps(usize),
+    /// The lengths' sum overflows.
+    Total,
+}
+
+/// A request's iovs that [`Registry::check_iovs`] accepted, and their
+/// total length.
+#[derive(Clone, Copy, Debug)]
+pub struct CheckedIovs<'a> {
+    iovs: &'a [(u64, u64)],
+    total: u64,
+}
+
 /// A consistent copy of a slot's words.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Snap {
@@ -159,8 +182,17 @@ pub(crate) fn merge(mut r: Ranges) -> Ranges {
 /// `buf`: returns how many merged ranges lead it.
 pub(crate) fn merge_small(buf: &mut [(u64, u64)], iovs: &[(u64, u64)]) -> usize {
     let r = &mut buf[..iovs.len()];
-    for (d, &(b, l)) in r.iter_mut().zip(iovs) {
+    // Pieces in address order with gaps between them, the common case,
+    // are already merged.
+    let mut merged = true;
+    let mut prev_end = 0;
+    for (i, (d, &(b, l))) in r.iter_mut().zip(iovs).enumerate() {
         *d = (b, b + l);
+        merged &= i == 0 || b > prev_end;
+        prev_end = b + l;
+    }
+    if merged {
+        return r.len();
     }
     r.sort_unstable();
     let mut n = 0;
@@ -332,24 +364,60 @@ impl Registry {
     /// `FI_KEY_NOTAVAIL` or too large for the key size; `NOKEY` for a
     /// requested key in use; `NOSPC` when every slot is taken.
     pub fn register(&self, req: &Request) -> Result<Handle> {
-        let r = self.register_inner(req);
+        match self.check_iovs(req.iovs, false) {
+            Ok(c) => self.register_checked(req, c),
+            Err(_) => {
+                self.counters.failures.fetch_add(1, Ordering::Relaxed);
+                Err(Error::INVAL)
+            }
+        }
+    }
+
+    /// Checks a request's iovs as [`Registry::register`] does (and, with
+    /// `refuse_null`, refuses an iov at address 0), saying which one is
+    /// wrong: a provider logs that, then registers with
+    /// [`Registry::register_checked`] without a second pass over them.
+    /// Counts nothing.
+    #[inline]
+    pub fn check_iovs<'a>(
+        &self,
+        iovs: &'a [(u64, u64)],
+        refuse_null: bool,
+    ) -> std::result::Result<CheckedIovs<'a>, IovFault> {
+        if iovs.is_empty() || iovs.len() > self.max_iovs {
+            return Err(IovFault::Count(iovs.len()));
+        }
+        let mut total: u64 = 0;
+        for (i, &(base, len)) in iovs.iter().enumerate() {
+            if len == 0 {
+                return Err(IovFault::Empty(i));
+            }
+            if refuse_null && base == 0 {
+                return Err(IovFault::Null(i));
+            }
+            if base.checked_add(len).is_none() {
+                return Err(IovFault::Wraps(i));
+            }
+            total = total.checked_add(len).ok_or(IovFault::Total)?;
+        }
+        Ok(CheckedIovs { iovs, total })
+    }
+
+    /// [`Registry::register`] for a request whose iovs `c` checked (they
+    /// must be `req.iovs`: other iovs are `INVAL`).
+    pub fn register_checked(&self, req: &Request, c: CheckedIovs<'_>) -> Result<Handle> {
+        let r = if std::ptr::eq(req.iovs, c.iovs) {
+            self.register_inner(req, c.total)
+        } else {
+            Err(Error::INVAL)
+        };
         if r.is_err() {
             self.counters.failures.fetch_add(1, Ordering::Relaxed);
         }
         r
     }
 
-    fn register_inner(&self, req: &Request) -> Result<Handle> {
-        if req.iovs.is_empty() || req.iovs.len() > self.max_iovs {
-            return Err(Error::INVAL);
-        }
-        let mut total: u64 = 0;
-        for &(base, len) in req.iovs {
-            if len == 0 || base.checked_add(len).is_none() {
-                return Err(Error::INVAL);
-            }
-            total = total.checked_add(len).ok_or(Error::INVAL)?;
-        }
+    fn register_inner(&self, req: &Request, total: u64) -> Result<Handle> {
         if req.iface > 0xf || (req.page_size != 0 && !req.page_size.is_power_of_two()) {
             return Err(Error::INVAL);
         }

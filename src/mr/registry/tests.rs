@@ -787,12 +787,25 @@ fn merge_small_agrees_with_merge() {
     };
     for _ in 0..20_000 {
         let n = 1 + next(8) as usize;
-        let iovs: Vec<(u64, u64)> = (0..n).map(|_| (1 + next(64) * 16, 1 + next(48))).collect();
-        let want = merge(iovs.iter().map(|&(b, l)| (b, b + l)).collect());
-        let mut buf = [(0u64, 0u64); 8];
-        let m = merge_small(&mut buf, &iovs);
-        assert_eq!(&buf[..m], &want[..], "{iovs:?}");
+        let mut iovs: Vec<(u64, u64)> = (0..n).map(|_| (1 + next(64) * 16, 1 + next(48))).collect();
+        // As given, and in address order (where the pieces are often apart
+        // or just touching: the shortcut for lists already merged).
+        for sorted in [false, true] {
+            if sorted {
+                iovs.sort_unstable();
+            }
+            let want = merge(iovs.iter().map(|&(b, l)| (b, b + l)).collect());
+            let mut buf = [(0u64, 0u64); 8];
+            let m = merge_small(&mut buf, &iovs);
+            assert_eq!(&buf[..m], &want[..], "{iovs:?}");
+        }
     }
+    // Apart and in order: kept as they are; touching: joined.
+    let mut buf = [(0u64, 0u64); 8];
+    assert_eq!(merge_small(&mut buf, &[(16, 16), (48, 16), (96, 8)]), 3);
+    assert_eq!(&buf[..3], &[(16, 32), (48, 64), (96, 104)]);
+    assert_eq!(merge_small(&mut buf, &[(16, 16), (32, 16), (96, 8)]), 2);
+    assert_eq!(&buf[..2], &[(16, 48), (96, 104)]);
 }
 
 #[test]

@@ -33,6 +33,11 @@ pub struct Domain {
     pub av_auth_key: bool,
     /// The domain's authorization key (used when a registration has none).
     pub auth_key: Option<Vec<u8>>,
+    /// The registry's digest of `auth_key`, computed once.
+    pub auth_digest: Option<u64>,
+    /// What every registration's flags start from, given `mr_mode`
+    /// (FI_MR_VIRT_ADDR, FI_MR_ENDPOINT).
+    pub reg_flags: crate::mr::RegFlags,
     /// Registrations refused before they reached the engine.
     failures: AtomicU64,
     /// EQ bound with fi_domain_bind, and its flags.
@@ -196,6 +201,14 @@ pub unsafe fn open(
         max_regions: super::info::MR_CNT,
         max_iovs: iov_limit,
     })?;
+    let auth_digest = auth_key.as_deref().map(|k| registry.auth_digest(k));
+    let mut reg_flags = crate::mr::RegFlags::empty();
+    if mr_mode & FI_MR_VIRT_ADDR != 0 {
+        reg_flags |= crate::mr::RegFlags::VIRT_ADDR;
+    }
+    if mr_mode & FI_MR_ENDPOINT != 0 {
+        reg_flags |= crate::mr::RegFlags::DISABLED | crate::mr::RegFlags::NEEDS_EP;
+    }
     fab.hdr.hold();
     let d = Box::new(Domain {
         fid: fid_domain {
@@ -217,6 +230,8 @@ pub unsafe fn open(
         hmem,
         av_auth_key,
         auth_key,
+        auth_digest,
+        reg_flags,
         failures: AtomicU64::new(0),
         eq: Mutex::new(None),
         reg_mr: AtomicPtr::new(std::ptr::null_mut()),

@@ -10,7 +10,7 @@ use crate::abi::domain::*;
 use crate::abi::eq::{fi_eq_entry, FI_MR_COMPLETE};
 use crate::abi::fabric::*;
 use crate::error::{Error, Result};
-use crate::mr::{Access, Bindings, Handle, RegFlags, Request, RAW_KEY_SIZE};
+use crate::mr::{Access, Bindings, CheckedIovs, Handle, IovFault, RegFlags, Request, RAW_KEY_SIZE};
 use crate::prov::info::version;
 use libc::{c_int, c_void, iovec, size_t};
 use std::mem::offset_of;
@@ -330,16 +330,14 @@ enum Auth {
     AvAddr(u64),
 }
 
-/// (address, length) pieces: one inline (fi_mr_reg, a staged piece of a
-/// contiguous buffer: the common cases, allocate nothing) or a list.
+/// (address, length) pieces: one inline (a staged piece of a contiguous
+/// buffer: the common case, allocates nothing) or a list.
 pub(super) enum Iovs {
     One([(u64, u64); 1]),
-    /// Up to FEW_IOVS pieces, inline.
-    Few([(u64, u64); FEW_IOVS], usize),
     Many(Vec<(u64, u64)>),
 }
 
-/// Iov lists this long are read without allocating.
+/// Iov lists this long are read from C without allocating.
 const FEW_IOVS: usize = 8;
 
 impl std::ops::Deref for Iovs {
@@ -347,15 +345,14 @@ impl std::ops::Deref for Iovs {
     fn deref(&self) -> &[(u64, u64)] {
         match self {
             Iovs::One(a) => a,
-            Iovs::Few(a, n) => &a[..*n],
             Iovs::Many(v) => v,
         }
     }
 }
 
 /// A registration request as read from C, before any check.
-struct Input {
-    iovs: Iovs,
+struct Input<'a> {
+    iovs: &'a [(u64, u64)],
     dmabuf: Option<fi_mr_dmabuf>,
     access: u64,
     offset: u64,
@@ -372,8 +369,16 @@ struct Input {
     regattr: bool,
 }
 
-impl Input {
-    fn new(iovs: Iovs, access: u64, offset: u64, key: u64, flags: u64, ctx: *mut c_void) -> Input {
+impl<'a> Input<'a> {
+    #[inline(always)]
+    fn new(
+        iovs: &'a [(u64, u64)],
+        access: u64,
+        offset: u64,
+        key: u64,
+        flags: u64,
+        ctx: *mut c_void,
+    ) -> Input<'a> {
         Input {
             iovs,
             dmabuf: None,
@@ -427,34 +432,33 @@ fn check_flags(d: &Domain, flags: u64) -> Result<()> {
     Ok(())
 }
 
-fn check_iovs(d: &Domain, iovs: &[(u64, u64)]) -> Result<()> {
-    if iovs.is_empty() || iovs.len() > d.mr_iov_limit {
-        return refuse(
-            d,
-            Error::INVAL,
-            format_args!("iov_count {} outside 1..={}", iovs.len(), d.mr_iov_limit),
-        );
-    }
-    for (i, &(base, len)) in iovs.iter().enumerate() {
-        if len == 0 {
-            return refuse(d, Error::INVAL, format_args!("iov {i} has length 0"));
-        }
-        if base == 0 {
-            return refuse(
+fn check_iovs<'a>(d: &Domain, iovs: &'a [(u64, u64)]) -> Result<CheckedIovs<'a>> {
+    d.registry.check_iovs(iovs, true).or_else(|f| {
+        let n = iovs.len();
+        match f {
+            IovFault::Count(_) => refuse(
                 d,
                 Error::INVAL,
-                format_args!("iov {i}: NULL buffer with length {len}"),
-            );
-        }
-        if base.checked_add(len).is_none() {
-            return refuse(
+                format_args!("iov_count {n} outside 1..={}", d.mr_iov_limit),
+            ),
+            IovFault::Empty(i) => refuse(d, Error::INVAL, format_args!("iov {i} has length 0")),
+            IovFault::Null(i) => refuse(
+                d,
+                Error::INVAL,
+                format_args!("iov {i}: NULL buffer with length {}", iovs[i].1),
+            ),
+            IovFault::Wraps(i) => refuse(
                 d,
                 Error::INVAL,
                 format_args!("iov {i} wraps the address space"),
-            );
+            ),
+            IovFault::Total => refuse(
+                d,
+                Error::INVAL,
+                format_args!("the iovs' lengths add up past 2^64"),
+            ),
         }
-    }
-    Ok(())
+    })
 }
 
 fn page_size_ok(p: u64) -> bool {
@@ -466,7 +470,7 @@ fn page_size_ok(p: u64) -> bool {
     p == 0 || (p.is_power_of_two() && p >= base && p <= 1 << 30)
 }
 
-fn register(d: &Domain, input: &mut Input, out: *mut *mut fid_mr) -> Result<i32> {
+fn register(d: &Domain, input: &Input, out: *mut *mut fid_mr) -> Result<i32> {
     if out.is_null() {
         return refuse(d, Error::INVAL, format_args!("mr is NULL"));
     }
@@ -499,6 +503,8 @@ fn register(d: &Domain, input: &mut Input, out: *mut *mut fid_mr) -> Result<i32>
     if input.hmem_data {
         return refuse(d, Error::INVAL, format_args!("hmem_data must be NULL"));
     }
+    let mut iovs = input.iovs;
+    let db_iov;
     if let Some(db) = input.dmabuf {
         if !input.base_mr.is_null() {
             return refuse(
@@ -524,9 +530,10 @@ fn register(d: &Domain, input: &mut Input, out: *mut *mut fid_mr) -> Result<i32>
                 format_args!("dmabuf base_addr + offset overflows"),
             );
         };
-        input.iovs = Iovs::One([(start, db.len as u64)]);
+        db_iov = [(start, db.len as u64)];
+        iovs = &db_iov;
     }
-    check_iovs(d, &input.iovs)?;
+    let checked = check_iovs(d, iovs)?;
     let mut iface = fi_hmem_iface::FI_HMEM_SYSTEM as u32;
     let mut page_size = input.page_size;
     let parent = if input.base_mr.is_null() {
@@ -558,7 +565,7 @@ fn register(d: &Domain, input: &mut Input, out: *mut *mut fid_mr) -> Result<i32>
         Some(base.handle()?)
     };
     if d.mr_mode & FI_MR_ALLOCATED != 0 {
-        for &(base, len) in input.iovs.iter() {
+        for &(base, len) in iovs {
             if !mem::range_mapped(base as usize, len as usize) {
                 return refuse(
                     d,
@@ -569,31 +576,27 @@ fn register(d: &Domain, input: &mut Input, out: *mut *mut fid_mr) -> Result<i32>
         }
     }
     let auth = match &input.auth {
-        Auth::None => d.auth_key.as_deref().map(|k| d.registry.auth_digest(k)),
+        Auth::None => d.auth_digest,
         Auth::Bytes(b) => Some(d.registry.auth_digest(b)),
         Auth::AvAddr(a) => Some(*a),
     };
-    let mut flags = RegFlags::empty();
-    if d.mr_mode & FI_MR_VIRT_ADDR != 0 {
-        flags |= RegFlags::VIRT_ADDR;
-    }
-    if d.mr_mode & FI_MR_ENDPOINT != 0 {
-        flags |= RegFlags::DISABLED | RegFlags::NEEDS_EP;
-    }
-    if input.flags & FI_RMA_EVENT != 0 {
-        flags |= RegFlags::RMA_EVENT;
-        if d.mr_mode & FI_MR_RMA_EVENT != 0 {
-            flags |= RegFlags::DISABLED;
+    let mut flags = d.reg_flags;
+    if input.flags != 0 {
+        if input.flags & FI_RMA_EVENT != 0 {
+            flags |= RegFlags::RMA_EVENT;
+            if d.mr_mode & FI_MR_RMA_EVENT != 0 {
+                flags |= RegFlags::DISABLED;
+            }
+        }
+        if input.flags & FI_MR_SINGLE_USE != 0 {
+            flags |= RegFlags::SINGLE_USE;
+        }
+        if input.flags & FI_RMA_PMEM != 0 {
+            flags |= RegFlags::PMEM;
         }
     }
-    if input.flags & FI_MR_SINGLE_USE != 0 {
-        flags |= RegFlags::SINGLE_USE;
-    }
-    if input.flags & FI_RMA_PMEM != 0 {
-        flags |= RegFlags::PMEM;
-    }
     let req = Request {
-        iovs: &input.iovs,
+        iovs,
         access,
         flags,
         requested_key: input.requested_key,
@@ -604,7 +607,7 @@ fn register(d: &Domain, input: &mut Input, out: *mut *mut fid_mr) -> Result<i32>
         iface: iface.min(15) as u8,
         page_size,
     };
-    let h = match d.registry.register(&req) {
+    let h = match d.registry.register_checked(&req, checked) {
         Ok(h) => h,
         Err(e) => {
             let what = match e {
@@ -626,7 +629,7 @@ fn register(d: &Domain, input: &mut Input, out: *mut *mut fid_mr) -> Result<i32>
         .as_ref()
         .filter(|_| req.parent.is_none() && iface == fi_hmem_iface::FI_HMEM_SYSTEM as u32)
     {
-        if let Err(e) = pins.pin_mr(h.key(), &input.iovs, needs_write(access)) {
+        if let Err(e) = pins.pin_mr(h.key(), iovs, needs_write(access)) {
             d.count_failure();
             let _ = d.registry.close(&h);
             return Err(e);
@@ -858,11 +861,18 @@ unsafe extern "C" fn bind(f: *mut fid, bfid: *mut fid, flags: u64) -> c_int {
     })
 }
 
-/// Reads `count` iovs from C.
+/// Reads `count` iovs from C into `few` (up to [`FEW_IOVS`], the common
+/// case: nothing is allocated) or `many`.
 ///
 /// # Safety
 /// `iov` is NULL or holds `count` readable iovecs.
-unsafe fn read_iovs(d: &Domain, iov: *const iovec, count: usize) -> Result<Iovs> {
+unsafe fn read_iovs<'a>(
+    d: &Domain,
+    iov: *const iovec,
+    count: usize,
+    few: &'a mut [(u64, u64); FEW_IOVS],
+    many: &'a mut Vec<(u64, u64)>,
+) -> Result<&'a [(u64, u64)]> {
     if count == 0 {
         return refuse(d, Error::INVAL, format_args!("iov_count is 0"));
     }
@@ -882,22 +892,17 @@ unsafe fn read_iovs(d: &Domain, iov: *const iovec, count: usize) -> Result<Iovs>
     }
     // SAFETY: per the function contract.
     let s = unsafe { std::slice::from_raw_parts(iov, count) };
-    // Short lists, the common case, allocate nothing.
-    if let [v] = s {
-        return Ok(Iovs::One([(v.iov_base as u64, v.iov_len as u64)]));
-    }
     if s.len() <= FEW_IOVS {
-        let mut a = [(0u64, 0u64); FEW_IOVS];
-        for (d, v) in a.iter_mut().zip(s) {
+        for (d, v) in few.iter_mut().zip(s) {
             *d = (v.iov_base as u64, v.iov_len as u64);
         }
-        return Ok(Iovs::Few(a, s.len()));
+        return Ok(&few[..s.len()]);
     }
-    Ok(Iovs::Many(
-        s.iter()
-            .map(|v| (v.iov_base as u64, v.iov_len as u64))
-            .collect(),
-    ))
+    *many = s
+        .iter()
+        .map(|v| (v.iov_base as u64, v.iov_len as u64))
+        .collect();
+    Ok(many)
 }
 
 fn domain_of<'a>(fid: *mut fid) -> Result<&'a Domain> {
@@ -922,15 +927,9 @@ pub unsafe extern "C" fn reg(
 ) -> c_int {
     slot("fi_mr_reg", || {
         let d = domain_of(fid)?;
-        let mut input = Input::new(
-            Iovs::One([(buf as u64, len as u64)]),
-            access,
-            offset,
-            requested_key,
-            flags,
-            context,
-        );
-        register(d, &mut input, mr)
+        let one = [(buf as u64, len as u64)];
+        let input = Input::new(&one, access, offset, requested_key, flags, context);
+        register(d, &input, mr)
     })
 }
 
@@ -952,12 +951,10 @@ pub unsafe extern "C" fn regv(
     slot("fi_mr_regv", || {
         let d = domain_of(fid)?;
         // SAFETY: iov holds count entries (fi_mr_regv(3)).
-        let iovs = unsafe { read_iovs(d, iov, count) }?;
-        register(
-            d,
-            &mut Input::new(iovs, access, offset, requested_key, flags, context),
-            mr,
-        )
+        let (mut few, mut many) = ([(0, 0); FEW_IOVS], Vec::new());
+        let iovs = unsafe { read_iovs(d, iov, count, &mut few, &mut many) }?;
+        let input = Input::new(iovs, access, offset, requested_key, flags, context);
+        register(d, &input, mr)
     })
 }
 
@@ -1008,14 +1005,8 @@ pub unsafe extern "C" fn regattr(
             );
             a
         };
-        let mut input = Input::new(
-            Iovs::Many(Vec::new()),
-            a.access,
-            a.offset,
-            a.requested_key,
-            flags,
-            a.context,
-        );
+        let (mut few, mut many) = ([(0, 0); FEW_IOVS], Vec::new());
+        let mut input = Input::new(&[], a.access, a.offset, a.requested_key, flags, a.context);
         input.regattr = true;
         input.hmem_data = !a.hmem_data.is_null();
         input.page_size = a.page_size as u64;
@@ -1046,14 +1037,15 @@ pub unsafe extern "C" fn regattr(
             }
             // SAFETY: a non-NULL dmabuf points to a struct fi_mr_dmabuf.
             input.dmabuf = Some(unsafe { std::ptr::read(db) });
-            input.iovs = Iovs::One([(1, 1)]);
+            input.iovs = &[(1, 1)];
         } else {
             // SAFETY: without FI_MR_DMABUF the union holds the iov pointer,
             // which holds iov_count entries.
-            input.iovs = unsafe { read_iovs(d, a.__anon_mr_iov.mr_iov, a.iov_count) }?;
+            input.iovs =
+                unsafe { read_iovs(d, a.__anon_mr_iov.mr_iov, a.iov_count, &mut few, &mut many) }?;
         }
         input.auth = read_auth(d, &a)?;
-        register(d, &mut input, mr)
+        register(d, &input, mr)
     })
 }
 
@@ -1205,7 +1197,17 @@ unsafe fn refresh(mr: &Mr, m: &fi_mr_modify) -> Result<i32> {
     let ranges: Vec<(u64, u64)> = if m.attr.iov_count == 0 {
         region.clone()
     } else {
-        unsafe { read_iovs(d, m.attr.__anon_mr_iov.mr_iov, m.attr.iov_count) }?.to_vec()
+        let (mut few, mut many) = ([(0, 0); FEW_IOVS], Vec::new());
+        unsafe {
+            read_iovs(
+                d,
+                m.attr.__anon_mr_iov.mr_iov,
+                m.attr.iov_count,
+                &mut few,
+                &mut many,
+            )
+        }?
+        .to_vec()
     };
     for &(base, len) in &ranges {
         let inside = region
