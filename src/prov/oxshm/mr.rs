@@ -866,6 +866,7 @@ unsafe extern "C" fn bind(f: *mut fid, bfid: *mut fid, flags: u64) -> c_int {
 ///
 /// # Safety
 /// `iov` is NULL or holds `count` readable iovecs.
+#[inline(always)]
 unsafe fn read_iovs<'a>(
     d: &Domain,
     iov: *const iovec,
