@@ -483,11 +483,11 @@ impl Xfer {
             // The sender's buffers are released whatever happened.
             self.respond(&w, status.err().map_or(0, |e| e.code()), &[]);
         }
-        self.finish_recv(r, &w, status);
+        self.finish_recv(&r, &w, status);
     }
 
     /// Completes a receive that took (the first bytes of) message `w`.
-    pub(super) fn finish_recv(&self, r: Recv, w: &Wire, status: Result<()>) {
+    pub(super) fn finish_recv(&self, r: &Recv, w: &Wire, status: Result<()>) {
         let room: u64 = r.iov.iter().map(|x| x.1).sum();
         let take = w.len.min(room);
         let tagged = w.flags & W_TAGGED != 0;

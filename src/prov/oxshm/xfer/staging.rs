@@ -368,7 +368,7 @@ impl Xfer {
             }
             Then::Recv { r, w } => {
                 self.respond(&w, code, &[]);
-                self.finish_recv(r, &w, status);
+                self.finish_recv(&r, &w, status);
             }
         }
     }
@@ -427,7 +427,7 @@ impl Xfer {
         for s in ins {
             match s.then {
                 Then::Write { .. } => Active::release(self.domain()),
-                Then::Recv { r, w } if a.is_some() => self.finish_recv(r, &w, Err(Error::IO)),
+                Then::Recv { r, w } if a.is_some() => self.finish_recv(&r, &w, Err(Error::IO)),
                 Then::Recv { .. } => {}
             }
         }
