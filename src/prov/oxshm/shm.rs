@@ -28,8 +28,10 @@
 //! A bounded queue after Vyukov: a producer claims position `p` by a CAS on
 //! `tail` when the cell's sequence word equals `p`, writes the message and
 //! publishes it by storing `p + 1`; the owner consumes cell `p` when its word
-//! is `p + 1` and frees it by storing `p + CELLS`. A full ring is
-//! -FI_EAGAIN to the sender. A producer that died between its claim and its
+//! is `p + 1` and frees it by storing `p + CELLS`, one message late (it
+//! holds the last cell it consumed until the next message or an empty look
+//! at the ring: see [`Segment::recv`]). A full ring is -FI_EAGAIN to the
+//! sender. A producer that died between its claim and its
 //! publication would stall the owner: a cell that stays claimed for
 //! [`STALL`] while its producer is dead (or never wrote its pid) is skipped.
 //!
@@ -109,6 +111,8 @@ pub const CLOSED: u32 = 2;
 const STALL: Duration = Duration::from_millis(200);
 /// Empty polls of the own ring between two looks for a stalled claim.
 const STALL_POLLS: u32 = 64;
+/// [`Segment::held`]: no empty look at the ring since the cell was held.
+const HELD_FRESH: u64 = 1 << 63;
 
 #[repr(C)]
 pub struct Header {
@@ -164,6 +168,10 @@ pub struct Segment {
     stall: std::sync::Mutex<Option<(u64, Instant)>>,
     /// Polls that found the own ring empty (owner side only).
     empty_polls: AtomicU32,
+    /// The consumed cell not yet given back, plus one, with [`HELD_FRESH`]
+    /// until the first empty look after it; 0 for none (owner side only,
+    /// written by the one consumer).
+    held: AtomicU64,
     wake: Wake,
 }
 
@@ -511,6 +519,7 @@ impl Segment {
             own,
             stall: std::sync::Mutex::new(None),
             empty_polls: AtomicU32::new(0),
+            held: AtomicU64::new(0),
             wake: Wake::None,
         })
     }
@@ -733,37 +742,83 @@ impl Segment {
         true
     }
 
-    /// Hands the oldest published message of this (own) ring to `f` and
-    /// frees its cell; false when there is none. One consumer at a time.
+    /// Hands the oldest published message of this (own) ring to `f`; false
+    /// when there is none. One consumer at a time.
+    ///
+    /// The cell of the last message handed out is given back to producers
+    /// late ([`Segment::hold`]): when the next message is consumed, or at
+    /// the second empty look at the ring after it. Giving a cell back is a
+    /// store to a line the producer shares, and the next locked instruction
+    /// of this thread (a queue or CQ lock while it completes the message,
+    /// or the claim of its reply's cell) would wait for that line to be
+    /// taken from the producer: deferred, the wait falls on a poll of an
+    /// empty ring, not on the path from a message to its answer.
     pub fn recv(&self, f: impl FnOnce(&[u8])) -> bool {
         let h = self.header();
         let pos = h.head.load(Ordering::Relaxed);
         let c = self.cell_head(pos);
         let seq = c.seq.load(Ordering::Acquire);
         if seq != pos + 1 {
+            self.empty_look();
             // A claimed cell that stays unpublished (its producer died) is
-            // looked for only once every STALL_POLLS empty polls: reading
-            // `tail` would pull its line away from the producer, whose next
-            // claim would then wait for it.
+            // looked for once every STALL_POLLS empty polls, from the
+            // claimer's pid (on the line just read); a claimer that died
+            // before writing its pid shows only in `tail`, read 64 times
+            // less often: reading it pulls its line away from the
+            // producers, whose next claim would then wait for it.
             let n = self.empty_polls.load(Ordering::Relaxed).wrapping_add(1);
             self.empty_polls.store(n, Ordering::Relaxed);
-            if n % STALL_POLLS == 0 && seq == pos && h.tail.load(Ordering::Relaxed) != pos {
+            if n % STALL_POLLS == 0
+                && seq == pos
+                && (c.pid.load(Ordering::Relaxed) != 0
+                    || (n % (64 * STALL_POLLS) == 0 && h.tail.load(Ordering::Relaxed) != pos))
+            {
                 self.check_stall(pos);
             }
             return false;
         }
         let len = (c.len.load(Ordering::Relaxed) as usize).min(CELL_DATA);
-        // SAFETY: the published cell belongs to the consumer until freed.
+        // SAFETY: the published cell belongs to the consumer until given
+        // back.
         let msg = unsafe { std::slice::from_raw_parts(self.cell(pos).add(CELL_HEAD), len) };
         f(msg);
-        self.free(pos);
+        h.head.store(pos + 1, Ordering::Relaxed);
+        self.hold(pos);
         true
     }
 
-    fn free(&self, pos: u64) {
+    /// Keeps the consumed cell `pos` from producers for now, giving back
+    /// the one held before it (see [`Segment::recv`]). At most one cell is
+    /// held: the ring takes one message less meanwhile.
+    fn hold(&self, pos: u64) {
+        let prev = self.held.load(Ordering::Relaxed);
+        self.held.store(HELD_FRESH | (pos + 1), Ordering::Relaxed);
+        if prev != 0 {
+            self.give_back((prev & !HELD_FRESH) - 1);
+        }
+    }
+
+    /// An empty look at the ring: the held cell goes back at the second.
+    fn empty_look(&self) {
+        let held = self.held.load(Ordering::Relaxed);
+        if held & HELD_FRESH != 0 {
+            self.held.store(held & !HELD_FRESH, Ordering::Relaxed);
+        } else if held != 0 {
+            self.held.store(0, Ordering::Relaxed);
+            self.give_back(held - 1);
+        }
+    }
+
+    /// Hands consumed cell `pos` back to producers.
+    fn give_back(&self, pos: u64) {
         let c = self.cell_head(pos);
         c.pid.store(0, Ordering::Relaxed);
         c.seq.store(pos + CELLS as u64, Ordering::Release);
+    }
+
+    /// Frees the cell at `head` without consuming it (a dead producer's).
+    fn free(&self, pos: u64) {
+        self.give_back(pos);
         self.header().head.store(pos + 1, Ordering::Relaxed);
     }
 
@@ -804,11 +859,13 @@ impl Segment {
     }
 
     /// Whether a pass over this (own) ring would find nothing to do: no
-    /// published message, and no look for a stalled claim due (the pass
-    /// makes one every [`STALL_POLLS`] empty looks, counted here too).
+    /// published message, no cell held back ([`Segment::recv`]) and no
+    /// look for a stalled claim due (the pass makes one every
+    /// [`STALL_POLLS`] empty looks, counted here too).
     /// Takes no lock and writes nothing shared.
     pub fn idle(&self) -> bool {
-        if self.pending() {
+        // A held cell is given back by a pass over the ring.
+        if self.pending() || self.held.load(Ordering::Relaxed) != 0 {
             return false;
         }
         let n = self.empty_polls.load(Ordering::Relaxed).wrapping_add(1);
@@ -1147,6 +1204,79 @@ mod tests {
         assert!(!own.recv(|_| panic!("empty ring")));
         peer.send(&[b"again"], Urgency::Request).unwrap();
         assert!(own.recv(|m| assert_eq!(m, b"again")));
+    }
+
+    #[test]
+    fn the_last_consumed_cell_goes_back_one_message_late() {
+        let a = addr(7);
+        let own = Segment::create(&a).unwrap();
+        let peer = Segment::open(&a).unwrap();
+        peer.send(&[b"one"], Urgency::Request).unwrap();
+        assert!(own.recv(|m| assert_eq!(m, b"one")));
+        // Its cell is held: the ring takes one message less.
+        let fill = |n: usize| {
+            for _ in 0..n {
+                peer.send(&[b"x"], Urgency::Request).unwrap();
+            }
+        };
+        fill(CELLS - 1);
+        assert_eq!(peer.send(&[b"full"], Urgency::Request), Err(Error::AGAIN));
+        // Consuming the next message gives the held cell back.
+        assert!(own.recv(|m| assert_eq!(m, b"x")));
+        peer.send(&[b"x"], Urgency::Request).unwrap();
+        assert_eq!(peer.send(&[b"full"], Urgency::Request), Err(Error::AGAIN));
+        // The loop ends on the first empty look, which keeps the last
+        // cell; a ring is not idle while a cell is held.
+        while own.recv(|m| assert_eq!(m, b"x")) {}
+        assert!(!own.idle());
+        fill(CELLS - 1);
+        assert_eq!(peer.send(&[b"full"], Urgency::Request), Err(Error::AGAIN));
+        // The second empty look gives it back.
+        while own.recv(|_| {}) {}
+        assert!(!own.recv(|_| panic!("empty ring")));
+        assert!(own.idle());
+        fill(CELLS);
+        assert_eq!(peer.send(&[b"full"], Urgency::Request), Err(Error::AGAIN));
+    }
+
+    #[test]
+    fn a_claim_left_by_a_dead_producer_is_skipped() {
+        let a = addr(8);
+        let own = Segment::create(&a).unwrap();
+        let peer = Segment::open(&a).unwrap();
+        // A producer that died between its claim and its publication: the
+        // cell is claimed (tail moved on) and carries a pid that is gone.
+        // SAFETY: fork(2) in a test; the child exits at once.
+        let dead = unsafe {
+            let child = libc::fork();
+            if child == 0 {
+                libc::_exit(0);
+            }
+            let mut status = 0;
+            libc::waitpid(child, &mut status, 0);
+            child as u32
+        };
+        let h = peer.hdr();
+        let pos = h.tail.fetch_add(1, Ordering::Relaxed);
+        peer.cell_head(pos).pid.store(dead, Ordering::Relaxed);
+        peer.send(&[b"behind"], Urgency::Request).unwrap();
+        // Nothing is handed out while the claim may still be published;
+        // once it is STALL old and its producer is gone, the next message is.
+        let start = Instant::now();
+        let mut got = Vec::new();
+        while got.is_empty() {
+            own.recv(|m| got.extend_from_slice(m));
+            assert!(
+                start.elapsed() < STALL * 20,
+                "the stalled claim was never skipped"
+            );
+            if got.is_empty() && start.elapsed() < STALL / 2 {
+                continue;
+            }
+            std::thread::yield_now();
+        }
+        assert!(start.elapsed() >= STALL, "skipped before STALL");
+        assert_eq!(got, b"behind");
     }
 
     #[test]
