@@ -144,6 +144,48 @@ fn malformed_requests_are_inval() {
 }
 
 #[test]
+fn check_iovs_names_the_faulty_iov_and_register_checked_takes_only_its_own() {
+    let r = Registry::with_config(Config {
+        max_iovs: 4,
+        secret: Some(1),
+        ..Config::default()
+    })
+    .unwrap();
+    type Case<'a> = (&'a [(u64, u64)], bool, IovFault);
+    let cases: [Case; 6] = [
+        (&[], false, IovFault::Count(0)),
+        (&[(0x1000, 1); 5], false, IovFault::Count(5)),
+        (&[(0x1000, 8), (0x2000, 0)], false, IovFault::Empty(1)),
+        (&[(0x1000, 8), (0, 8)], true, IovFault::Null(1)),
+        (&[(0x1000, 8), (u64::MAX - 1, 4)], false, IovFault::Wraps(1)),
+        (&[(1, 1 << 63), (1 << 62, 1 << 63)], false, IovFault::Total),
+    ];
+    for (iovs, refuse_null, want) in cases {
+        assert_eq!(
+            r.check_iovs(iovs, refuse_null).map(|_| ()),
+            Err(want),
+            "{iovs:?}"
+        );
+    }
+    // Address 0 is the engine's to accept unless asked.
+    assert!(r.check_iovs(&[(0, 8)], false).is_ok());
+    // Checked iovs register their own request, not another one's.
+    let a = [(0x1000u64, 64u64)];
+    let b = [(0x1000u64, 64u64)];
+    let c = r.check_iovs(&a, true).unwrap();
+    assert_eq!(
+        r.register_checked(&Request::new(&b, Access::all()), c),
+        Err(Error::INVAL)
+    );
+    let h = r
+        .register_checked(&Request::new(&a, Access::all()), c)
+        .unwrap();
+    assert_eq!(r.region(&h).unwrap().len, 64);
+    let s = r.stats();
+    assert_eq!((s.failures, s.live_regions), (1, 1));
+}
+
+#[test]
 fn requested_key_rules() {
     let r = requested(8);
     let iov = [(0x1000, 16)];
