@@ -26,6 +26,16 @@ fn requested(key_size: usize) -> Registry {
     .unwrap()
 }
 
+/// Provider keys, at most 4 iovs a region.
+fn four_iovs() -> Registry {
+    Registry::with_config(Config {
+        max_iovs: 4,
+        secret: Some(1),
+        ..Config::default()
+    })
+    .unwrap()
+}
+
 fn reg(r: &Registry, iovs: &[(u64, u64)], access: Access, flags: RegFlags) -> Result<Handle> {
     let mut q = Request::new(iovs, access);
     q.flags = flags;
@@ -106,12 +116,7 @@ fn virt_addr_single_iov() {
 
 #[test]
 fn malformed_requests_are_inval() {
-    let r = Registry::with_config(Config {
-        max_iovs: 4,
-        secret: Some(1),
-        ..Config::default()
-    })
-    .unwrap();
+    let r = four_iovs();
     let five = [(0x1000, 1); 5];
     let bad: [&[(u64, u64)]; 5] = [
         &[],
@@ -145,12 +150,7 @@ fn malformed_requests_are_inval() {
 
 #[test]
 fn check_iovs_names_the_faulty_iov_and_register_checked_takes_only_its_own() {
-    let r = Registry::with_config(Config {
-        max_iovs: 4,
-        secret: Some(1),
-        ..Config::default()
-    })
-    .unwrap();
+    let r = four_iovs();
     type Case<'a> = (&'a [(u64, u64)], bool, IovFault);
     let cases: [Case; 6] = [
         (&[], false, IovFault::Count(0)),
