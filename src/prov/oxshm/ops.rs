@@ -20,7 +20,7 @@
 use super::atomics;
 use super::ep::{Ep, Limit};
 use super::object::{from_fid, slot, slot_ssize};
-use super::xfer::{IovList, OpKind, Post, RecvPost, ATOMIC_MAX, IOV_MAX};
+use super::xfer::{OpKind, Post, RecvPost, ATOMIC_MAX, IOV_MAX};
 use crate::abi::atomic::*;
 use crate::abi::domain::{fi_datatype_raw, fi_op_raw};
 use crate::abi::endpoint::*;
@@ -30,6 +30,7 @@ use crate::abi::tagged::*;
 use crate::error::{Error, Result};
 use crate::mr::Access;
 use libc::{c_int, c_void, iovec, size_t, ssize_t};
+use std::mem::MaybeUninit;
 
 fn ep_of<'a>(e: *mut fid_ep) -> Result<&'a Ep> {
     // SAFETY: from_fid checks the object.
@@ -49,12 +50,52 @@ fn need_cap(ep: &Ep, cap: u64, name: &str, call: &str) -> Result<()> {
     Ok(())
 }
 
-/// Local buffers as (address, length), checked against `iov_limit` and,
-/// under FI_MR_LOCAL, against their descriptors.
+/// An operation's local buffers as (address, length) pairs, at most
+/// `iov_limit` of them, filled in place by [`locals`] where the call uses
+/// them. It is never returned by value: the caller's copy of a freshly
+/// filled list read it with 16-byte loads right after `locals` wrote it
+/// with 8-byte stores, a store-forwarding stall on every send and receive
+/// (a tenth of the small-message path's time, `perf annotate`).
+pub(super) struct Locals {
+    n: usize,
+    a: [MaybeUninit<(u64, u64)>; IOV_MAX],
+}
+
+impl Locals {
+    #[inline]
+    pub(super) const fn new() -> Locals {
+        Locals {
+            n: 0,
+            a: [MaybeUninit::uninit(); IOV_MAX],
+        }
+    }
+
+    /// Adds a pair; the caller has checked the count against IOV_MAX.
+    #[inline]
+    fn push(&mut self, x: (u64, u64)) {
+        self.a[self.n].write(x);
+        self.n += 1;
+    }
+}
+
+impl std::ops::Deref for Locals {
+    type Target = [(u64, u64)];
+    #[inline]
+    fn deref(&self) -> &[(u64, u64)] {
+        // SAFETY: the first n pairs were written by push (n <= IOV_MAX,
+        // which indexing checks).
+        unsafe { std::slice::from_raw_parts(self.a.as_ptr() as *const (u64, u64), self.n) }
+    }
+}
+
+/// Local buffers as (address, length) into `v`, checked against
+/// `iov_limit` and, under FI_MR_LOCAL, against their descriptors.
 ///
 /// # Safety
 /// `iov` holds `count` iovecs (when count > 0); `desc` is NULL or holds
 /// `count` descriptors.
+#[allow(clippy::too_many_arguments)]
+#[inline]
 unsafe fn locals(
     ep: &Ep,
     iov: *const iovec,
@@ -63,7 +104,8 @@ unsafe fn locals(
     access: Access,
     check_desc: bool,
     call: &str,
-) -> Result<IovList> {
+    v: &mut Locals,
+) -> Result<()> {
     if count > IOV_MAX {
         crate::ox_log!(
             Warn,
@@ -77,7 +119,6 @@ unsafe fn locals(
         crate::ox_log!(Warn, EpData, super::NAME, "{call}: iov is NULL");
         return Err(Error::INVAL);
     }
-    let mut v = IovList::default();
     for i in 0..count {
         // SAFETY: per the function contract.
         let io = unsafe { *iov.add(i) };
@@ -87,24 +128,16 @@ unsafe fn locals(
             // SAFETY: per the function contract.
             unsafe { *desc.add(i) }
         };
-        push_local(
-            ep,
-            &mut v,
-            io.iov_base,
-            io.iov_len,
-            d,
-            access,
-            check_desc,
-            call,
-        )?;
+        push_local(ep, v, io.iov_base, io.iov_len, d, access, check_desc, call)?;
     }
-    Ok(v)
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
+#[inline]
 fn push_local(
     ep: &Ep,
-    v: &mut IovList,
+    v: &mut Locals,
     buf: *const c_void,
     len: usize,
     desc: *mut c_void,

@@ -389,6 +389,7 @@ pub(super) type PeerHash = std::hash::BuildHasherDefault<AddrHasher>;
 /// The local buffers of one operation or posted receive: up to
 /// [`IOV_MAX`] kept in place (no allocation per operation), more on the
 /// heap.
+#[derive(Clone)]
 pub(super) enum IovList {
     Inline(usize, [(u64, u64); IOV_MAX]),
     Heap(Vec<(u64, u64)>),
@@ -398,33 +399,6 @@ impl Default for IovList {
     #[inline]
     fn default() -> IovList {
         IovList::Inline(0, [(0, 0); IOV_MAX])
-    }
-}
-
-impl IovList {
-    #[inline]
-    pub(super) fn push(&mut self, x: (u64, u64)) {
-        match self {
-            IovList::Inline(n, a) if *n < IOV_MAX => {
-                a[*n] = x;
-                *n += 1;
-            }
-            _ => self.push_spill(x),
-        }
-    }
-
-    /// The rare case: past IOV_MAX buffers, or already on the heap.
-    #[cold]
-    #[inline(never)]
-    fn push_spill(&mut self, x: (u64, u64)) {
-        match self {
-            IovList::Inline(n, a) => {
-                let mut v = a[..*n].to_vec();
-                v.push(x);
-                *self = IovList::Heap(v);
-            }
-            IovList::Heap(v) => v.push(x),
-        }
     }
 }
 
@@ -453,6 +427,7 @@ impl std::ops::Deref for IovList {
 
 /// A posted receive, or the piece of a multi-receive buffer that one
 /// message fills.
+#[derive(Clone)]
 struct Recv {
     tagged: bool,
     tag: u64,
@@ -463,6 +438,21 @@ struct Recv {
     context: *mut c_void,
     /// FI_MULTI_RECV: the buffer this receive is, or is a piece of.
     multi: Option<Arc<Multi>>,
+}
+
+impl Recv {
+    /// A receive with nothing in it yet, written in place and then filled
+    /// ([`Xfer::post_recv`]).
+    const VACANT: Recv = Recv {
+        tagged: false,
+        tag: 0,
+        ignore: 0,
+        src: None,
+        iov: IovList::Inline(0, [(0, 0); IOV_MAX]),
+        report: false,
+        context: std::ptr::null_mut(),
+        multi: None,
+    };
 }
 
 /// A multi-receive buffer (fi_msg(3) FI_MULTI_RECV), shared by the posted
@@ -1340,26 +1330,22 @@ mod tests {
         Carve::Piece { off, len, released }
     }
 
-    /// A multi-receive buffer packs messages back to back and is released
-    /// by the message after which less than the minimum remains.
     #[test]
     fn iov_list_keeps_order_in_place_and_past_it() {
-        let mut l = IovList::default();
-        assert!(l.is_empty());
-        for i in 0..IOV_MAX as u64 {
-            l.push((i, i + 1));
-        }
+        let few: Vec<(u64, u64)> = (0..IOV_MAX as u64).map(|i| (i, i + 1)).collect();
+        let l = IovList::from(&few[..]);
         assert!(matches!(l, IovList::Inline(..)));
-        l.push((99, 100));
+        assert_eq!(&l[..], &few[..]);
+        let mut many = few.clone();
+        many.push((99, 100));
+        let l = IovList::from(&many[..]);
         assert!(matches!(l, IovList::Heap(_)));
-        let want: Vec<(u64, u64)> = (0..IOV_MAX as u64)
-            .map(|i| (i, i + 1))
-            .chain(std::iter::once((99, 100)))
-            .collect();
-        assert_eq!(&l[..], &want[..]);
-        assert_eq!(&IovList::from(&want[..])[..], &want[..]);
+        assert_eq!(&l[..], &many[..]);
+        assert!(IovList::default().is_empty());
     }
 
+    /// A multi-receive buffer packs messages back to back and is released
+    /// by the message after which less than the minimum remains.
     #[test]
     fn multi_packs_until_min() {
         let m = Multi::new(100);

@@ -17,7 +17,8 @@ unsafe fn iocs(
     access: Access,
     check_desc: bool,
     call: &str,
-) -> Result<IovList> {
+    v: &mut Locals,
+) -> Result<()> {
     if count > IOV_MAX || (count > 0 && ioc.is_null()) {
         crate::ox_log!(
             Warn,
@@ -27,7 +28,6 @@ unsafe fn iocs(
         );
         return Err(Error::INVAL);
     }
-    let mut v = IovList::default();
     for i in 0..count {
         // SAFETY: per the function contract.
         let io = unsafe { *ioc.add(i) };
@@ -38,9 +38,9 @@ unsafe fn iocs(
             unsafe { *desc.add(i) }
         };
         let bytes = io.count.checked_mul(size).ok_or(Error::INVAL)?;
-        push_local(ep, &mut v, io.addr, bytes, d, access, check_desc, call)?;
+        push_local(ep, v, io.addr, bytes, d, access, check_desc, call)?;
     }
-    Ok(v)
+    Ok(())
 }
 
 struct Atomic<'a> {
@@ -100,10 +100,9 @@ fn atomic(e: *mut fid_ep, a: Atomic<'_>) -> ssize_t {
         // SAFETY: rma holds one entry (fi_atomic(3)).
         let ri = unsafe { *a.rma };
         let read_only = op == crate::abi::domain::fi_op::FI_ATOMIC_READ as u32;
-        // SAFETY: the caller's ioc/desc arrays (fi_atomic(3)).
-        let local = if read_only {
-            IovList::default()
-        } else {
+        let mut local = Locals::new();
+        if !read_only {
+            // SAFETY: the caller's ioc/desc arrays (fi_atomic(3)).
             unsafe {
                 iocs(
                     ep,
@@ -114,11 +113,13 @@ fn atomic(e: *mut fid_ep, a: Atomic<'_>) -> ssize_t {
                     Access::WRITE,
                     !inject,
                     a.call,
+                    &mut local,
                 )
-            }?
-        };
+            }?;
+        }
+        let mut compare = Locals::new();
         // SAFETY: as above.
-        let compare = unsafe {
+        unsafe {
             iocs(
                 ep,
                 a.compare,
@@ -128,10 +129,12 @@ fn atomic(e: *mut fid_ep, a: Atomic<'_>) -> ssize_t {
                 Access::WRITE,
                 true,
                 a.call,
+                &mut compare,
             )
         }?;
+        let mut result = Locals::new();
         // SAFETY: as above.
-        let result = unsafe {
+        unsafe {
             iocs(
                 ep,
                 a.result,
@@ -141,6 +144,7 @@ fn atomic(e: *mut fid_ep, a: Atomic<'_>) -> ssize_t {
                 Access::READ,
                 true,
                 a.call,
+                &mut result,
             )
         }?;
         let want = ri.count as u64 * size as u64;

@@ -39,7 +39,19 @@ fn send(e: *mut fid_ep, s: Send<'_>) -> ssize_t {
         }
         let inject = flags & FI_INJECT != 0;
         // SAFETY: the caller's iov/desc arrays (fi_msg(3)).
-        let local = unsafe { locals(ep, s.iov, s.desc, s.count, Access::SEND, !inject, s.call) }?;
+        let mut local = Locals::new();
+        unsafe {
+            locals(
+                ep,
+                s.iov,
+                s.desc,
+                s.count,
+                Access::SEND,
+                !inject,
+                s.call,
+                &mut local,
+            )
+        }?;
         check_size(ep, total(&local), max, inject.then_some(inj), s.call)?;
         let p = Post {
             dest: s.dest,
@@ -109,12 +121,22 @@ fn recv(e: *mut fid_ep, r: Recv<'_>) -> ssize_t {
         };
         // A peek and a discard take no data: their buffers are ignored
         // (fi_tagged(3)).
-        let local = if flags & (FI_PEEK | FI_DISCARD) != 0 {
-            IovList::default()
-        } else {
+        let mut local = Locals::new();
+        if flags & (FI_PEEK | FI_DISCARD) == 0 {
             // SAFETY: the caller's iov/desc arrays (fi_msg(3)).
-            unsafe { locals(ep, r.iov, r.desc, r.count, Access::RECV, true, r.call) }?
-        };
+            unsafe {
+                locals(
+                    ep,
+                    r.iov,
+                    r.desc,
+                    r.count,
+                    Access::RECV,
+                    true,
+                    r.call,
+                    &mut local,
+                )
+            }?;
+        }
         if flags & FI_MULTI_RECV != 0 && total(&local) == 0 {
             crate::ox_log!(
                 Warn,

@@ -42,7 +42,12 @@ fn rma(e: *mut fid_ep, r: Rma<'_>) -> ssize_t {
         let ri = unsafe { *r.rma };
         let access = if r.read { Access::READ } else { Access::WRITE };
         // SAFETY: the caller's iov/desc arrays (fi_rma(3)).
-        let local = unsafe { locals(ep, r.iov, r.desc, r.count, access, !inject, r.call) }?;
+        let mut local = Locals::new();
+        unsafe {
+            locals(
+                ep, r.iov, r.desc, r.count, access, !inject, r.call, &mut local,
+            )
+        }?;
         let len = total(&local);
         if ri.len as u64 != len {
             crate::ox_log!(

@@ -402,7 +402,12 @@ impl Xfer {
                 break None;
             };
             if rx.posted[i].multi.is_none() {
-                let r = rx.posted.remove(i);
+                // Mostly the oldest: no shift of the others.
+                let r = if i == 0 {
+                    rx.posted.pop_front()
+                } else {
+                    rx.posted.remove(i)
+                };
                 self.posted_recvs.store(rx.posted.len(), Ordering::Release);
                 break r;
             }
@@ -424,7 +429,7 @@ impl Xfer {
                     parse_iovs(body, w.niov as usize).unwrap_or_default()
                 };
                 let bytes = if inline { body } else { &[][..] };
-                self.deliver(r, *w, bytes, &remote, false);
+                self.deliver(&r, w, bytes, &remote, false);
             }
             None => {
                 rx.unexpected.push_back(Unexpected {
@@ -446,11 +451,14 @@ impl Xfer {
         }
     }
 
-    /// Fills a receive with a message and completes both sides.
+    /// Fills a receive with a message and completes both sides. It takes
+    /// the receive and the header by reference: moved by value, each was
+    /// copied again right after it was written (a store-forwarding stall
+    /// per message).
     pub(super) fn deliver(
         &self,
-        r: Recv,
-        w: Wire,
+        r: &Recv,
+        w: &Wire,
         bytes: &[u8],
         remote: &[(u64, u64)],
         buffered: bool,
@@ -466,7 +474,7 @@ impl Xfer {
             // An inline message that waited in the unexpected queue was
             // acknowledged when it was buffered.
             if !buffered {
-                self.respond(&w, 0, &[]);
+                self.respond(w, 0, &[]);
             }
         } else {
             let (want, _) = split_at(&r.iov, take);
@@ -477,13 +485,13 @@ impl Xfer {
             };
             match mine {
                 Ok(true) => status = cross_copy(w.src_pid, &want, remote, take, true),
-                Ok(false) => return self.stage_recv(r, w, want, take),
+                Ok(false) => return self.stage_recv(r.clone(), *w, want, take),
                 Err(e) => status = Err(e),
             }
             // The sender's buffers are released whatever happened.
-            self.respond(&w, status.err().map_or(0, |e| e.code()), &[]);
+            self.respond(w, status.err().map_or(0, |e| e.code()), &[]);
         }
-        self.finish_recv(&r, &w, status);
+        self.finish_recv(r, w, status);
     }
 
     /// Completes a receive that took (the first bytes of) message `w`.

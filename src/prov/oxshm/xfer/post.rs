@@ -244,6 +244,38 @@ impl Xfer {
     /// Posts a receive buffer; matches it against the messages already
     /// here (a multi-receive buffer takes as many as fit).
     pub fn post_recv(&self, r: &RecvPost<'_>) -> Result<()> {
+        if r.flags & FI_MULTI_RECV == 0 && r.iov.len() <= IOV_MAX {
+            let src = self.recv_src(r)?;
+            let report = self.recv_report(r);
+            let mut rx = lock(&self.rx);
+            // Nothing waiting to match: the receive is written in place
+            // at the end of the queue, field by field. (Built on the stack
+            // and moved in, it was copied with wide loads right after its
+            // narrow stores: a store-forwarding stall per receive.)
+            if rx.unexpected.is_empty() {
+                if rx.posted.len() >= self.ep().rx_size {
+                    return Err(Error::AGAIN);
+                }
+                rx.posted.push_back(Recv::VACANT);
+                let n = rx.posted.len();
+                let slot = rx.posted.back_mut().unwrap_or_else(|| unreachable!());
+                slot.tagged = r.tagged;
+                slot.tag = r.tag;
+                slot.ignore = r.ignore;
+                slot.src = src;
+                slot.report = report;
+                slot.context = r.context;
+                if let IovList::Inline(k, a) = &mut slot.iov {
+                    for (d, s) in a.iter_mut().zip(r.iov) {
+                        d.0 = s.0;
+                        d.1 = s.1;
+                    }
+                    *k = r.iov.len();
+                }
+                self.posted_recvs.store(n, Ordering::Release);
+                return Ok(());
+            }
+        }
         let recv = self.recv_of(r)?;
         let mut rx = lock(&self.rx);
         if recv.multi.is_none() {
@@ -254,7 +286,7 @@ impl Xfer {
             if let Some(i) = found {
                 let u = rx.unexpected.remove(i).unwrap_or_else(|| unreachable!());
                 drop(rx);
-                self.deliver(recv, u.w, &u.bytes, &u.remote, true);
+                self.deliver(&recv, &u.w, &u.bytes, &u.remote, true);
                 return Ok(());
             }
             if rx.posted.len() >= self.ep().rx_size {
@@ -287,7 +319,7 @@ impl Xfer {
                 .then(|| rx.unexpected.remove(i).unwrap_or_else(|| unreachable!()));
             drop(rx);
             if let (Some(p), Some(u)) = (piece, u) {
-                self.deliver(p, u.w, &u.bytes, &u.remote, true);
+                self.deliver(&p, &u.w, &u.bytes, &u.remote, true);
             }
             if released {
                 return Ok(());
@@ -296,17 +328,29 @@ impl Xfer {
         }
     }
 
-    /// The receive that a posted buffer stands for.
-    pub(super) fn recv_of(&self, r: &RecvPost<'_>) -> Result<Recv> {
-        let src = if r.src == FI_ADDR_UNSPEC || r.src == FI_ADDR_NOTAVAIL {
+    /// The only source a receive accepts (FI_DIRECTED_RECV), if any.
+    #[inline]
+    fn recv_src(&self, r: &RecvPost<'_>) -> Result<Option<Address>> {
+        Ok(if r.src == FI_ADDR_UNSPEC || r.src == FI_ADDR_NOTAVAIL {
             None
         } else {
             Some(self.resolve(r.src)?)
-        };
-        let report = match self.cq(true) {
+        })
+    }
+
+    /// Whether a receive's completion is reported in the CQ.
+    #[inline]
+    fn recv_report(&self, r: &RecvPost<'_>) -> bool {
+        match self.cq(true) {
             Some((_, selective)) => !selective || r.flags & FI_COMPLETION != 0,
             None => false,
-        };
+        }
+    }
+
+    /// The receive that a posted buffer stands for.
+    pub(super) fn recv_of(&self, r: &RecvPost<'_>) -> Result<Recv> {
+        let src = self.recv_src(r)?;
+        let report = self.recv_report(r);
         Ok(Recv {
             tagged: r.tagged,
             tag: r.tag,
@@ -545,7 +589,7 @@ impl Xfer {
             self.discarded(&u);
             self.peeked(r.context, &u.w, 0);
         } else {
-            self.deliver(recv, u.w, &u.bytes, &u.remote, true);
+            self.deliver(&recv, &u.w, &u.bytes, &u.remote, true);
         }
         Ok(())
     }
