@@ -235,13 +235,20 @@ impl Av {
 
     /// The address `fi_addr` names, without taking a hold on its entry
     /// (the data path only needs the address itself).
-    /// Repeated lookups are answered from the cache, without the lock.
-    #[inline]
+    /// Repeated lookups are answered from the cache, without the lock,
+    /// inlined into the data path (an `Option<Address>` returned through
+    /// memory was loaded wider than it was stored: a stall per send).
+    #[inline(always)]
     pub fn addr_of(&self, fi_addr: fi_addr_t) -> Option<Address> {
         let v = self.cache.version();
         if let Some(hit) = self.cache.addr_of(fi_addr, v) {
             return hit;
         }
+        self.addr_of_slow(fi_addr, v)
+    }
+
+    #[inline(never)]
+    fn addr_of_slow(&self, fi_addr: fi_addr_t, v: u64) -> Option<Address> {
         let r = {
             let t = self.read();
             self.index(&t, fi_addr)

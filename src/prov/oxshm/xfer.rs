@@ -1178,7 +1178,9 @@ impl Xfer {
         }
     }
 
-    /// The address an AV handle names.
+    /// The address an AV handle names. Inlined: its `Result` otherwise
+    /// comes back through memory and is loaded wider than it was stored.
+    #[inline(always)]
     fn resolve(&self, dest: fi_addr_t) -> Result<Address> {
         let en = self.ep().enabled().ok_or(Error::OPBADSTATE)?;
         let av = en.bindings.av().ok_or(Error::NOAV)?;

@@ -37,7 +37,7 @@ struct Entry {
 
 impl Entry {
     /// The value stored for `key` under `version`, if any.
-    #[inline]
+    #[inline(always)]
     fn get(&self, key: [u64; 2], version: u64) -> Option<[u64; 2]> {
         let s = self.seq.load(Ordering::Acquire);
         if s & 1 != 0 {
@@ -132,7 +132,7 @@ impl Cache {
 
     /// The address `fi_addr` names, if cached: `Some(None)` when it was
     /// found not to be in the AV.
-    #[inline]
+    #[inline(always)]
     pub(super) fn addr_of(&self, fi_addr: u64, version: u64) -> Option<Option<Address>> {
         let e = &self.forward[(fi_addr as usize) & (ENTRIES - 1)];
         let x = e.get([fi_addr, 0], version)?;
