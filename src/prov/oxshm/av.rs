@@ -261,12 +261,17 @@ impl Av {
     /// The `fi_addr_t` under which `addr` is inserted (the lowest, if it was
     /// inserted more than once). Repeated lookups are answered from the
     /// cache, without the lock.
-    #[inline]
+    #[inline(always)]
     pub fn find(&self, addr: &Address) -> Option<fi_addr_t> {
         let v = self.cache.version();
         if let Some(hit) = self.cache.find(addr, v) {
             return hit;
         }
+        self.find_slow(addr, v)
+    }
+
+    #[inline(never)]
+    fn find_slow(&self, addr: &Address, v: u64) -> Option<fi_addr_t> {
         let r = {
             let t = self.read();
             t.by_addr

@@ -159,7 +159,7 @@ impl Cache {
 
     /// The fi_addr_t `a` is inserted under, if cached: `Some(None)` when
     /// it was found not to be in the AV.
-    #[inline]
+    #[inline(always)]
     pub(super) fn find(&self, a: &Address, version: u64) -> Option<Option<u64>> {
         let x = self.reverse_entry(a).get(addr_words(a), version)?;
         Some((x[1] == 0).then_some(x[0]))
