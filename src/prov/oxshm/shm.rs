@@ -1268,7 +1268,7 @@ mod tests {
         assert!(!own.recv(|_| panic!("empty ring")));
         // Past the largest: refused, nothing claimed.
         assert_eq!(
-            peer.send(&[&vec![0u8; CELL_DATA + 1]], Urgency::Request),
+            peer.send_with(CELL_DATA + 1, |_| panic!("no cell for it")),
             Err(Error::MSGSIZE)
         );
         assert!(!own.recv(|_| panic!("empty ring")));
