@@ -244,58 +244,54 @@ impl Xfer {
     /// Posts a receive buffer; matches it against the messages already
     /// here (a multi-receive buffer takes as many as fit).
     pub fn post_recv(&self, r: &RecvPost<'_>) -> Result<()> {
-        if r.flags & FI_MULTI_RECV == 0 && r.iov.len() <= IOV_MAX {
+        if r.flags & FI_MULTI_RECV == 0 {
             let src = self.recv_src(r)?;
             let report = self.recv_report(r);
             let mut rx = lock(&self.rx);
-            // Nothing waiting to match: the receive is written in place
-            // at the end of the queue, field by field. (Built on the stack
-            // and moved in, it was copied with wide loads right after its
-            // narrow stores: a store-forwarding stall per receive.)
-            if rx.unexpected.is_empty() {
-                if rx.posted.len() >= self.ep().rx_size {
-                    return Err(Error::AGAIN);
+            if !rx.unexpected.is_empty() {
+                let recv = self.recv_of(r)?;
+                let found = rx
+                    .unexpected
+                    .iter()
+                    .position(|u| u.claim.is_none() && matches(&recv, &u.w));
+                if let Some(i) = found {
+                    let u = rx.unexpected.remove(i).unwrap_or_else(|| unreachable!());
+                    drop(rx);
+                    self.deliver(&recv, &u.w, &u.bytes, &u.remote, true);
+                    return Ok(());
                 }
-                rx.posted.push_back(Recv::VACANT);
-                let n = rx.posted.len();
-                let slot = rx.posted.back_mut().unwrap_or_else(|| unreachable!());
-                slot.tagged = r.tagged;
-                slot.tag = r.tag;
-                slot.ignore = r.ignore;
-                slot.src = src;
-                slot.report = report;
-                slot.context = r.context;
-                if let IovList::Inline(k, a) = &mut slot.iov {
+            }
+            if rx.posted.len() >= self.ep().rx_size {
+                return Err(Error::AGAIN);
+            }
+            // Written in place at the end of the queue, field by field.
+            // (Built on the stack and moved in, it was copied with wide
+            // loads right after its narrow stores: a store-forwarding
+            // stall per receive.)
+            rx.posted.push_back(Recv::VACANT);
+            let n = rx.posted.len();
+            let slot = rx.posted.back_mut().unwrap_or_else(|| unreachable!());
+            slot.tagged = r.tagged;
+            slot.tag = r.tag;
+            slot.ignore = r.ignore;
+            slot.src = src;
+            slot.report = report;
+            slot.context = r.context;
+            match &mut slot.iov {
+                IovList::Inline(k, a) if r.iov.len() <= IOV_MAX => {
                     for (d, s) in a.iter_mut().zip(r.iov) {
                         d.0 = s.0;
                         d.1 = s.1;
                     }
                     *k = r.iov.len();
                 }
-                self.posted_recvs.store(n, Ordering::Release);
-                return Ok(());
+                iov => *iov = r.iov.into(),
             }
+            self.posted_recvs.store(n, Ordering::Release);
+            return Ok(());
         }
         let recv = self.recv_of(r)?;
         let mut rx = lock(&self.rx);
-        if recv.multi.is_none() {
-            let found = rx
-                .unexpected
-                .iter()
-                .position(|u| u.claim.is_none() && matches(&recv, &u.w));
-            if let Some(i) = found {
-                let u = rx.unexpected.remove(i).unwrap_or_else(|| unreachable!());
-                drop(rx);
-                self.deliver(&recv, &u.w, &u.bytes, &u.remote, true);
-                return Ok(());
-            }
-            if rx.posted.len() >= self.ep().rx_size {
-                return Err(Error::AGAIN);
-            }
-            rx.posted.push_back(recv);
-            self.posted_recvs.store(rx.posted.len(), Ordering::Release);
-            return Ok(());
-        }
         // A multi-receive buffer is posted only when no waiting message
         // matches it any more; until then it is this call's alone, and
         // messages arriving meanwhile queue up as unexpected ones.
