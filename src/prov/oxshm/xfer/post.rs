@@ -249,7 +249,7 @@ impl Xfer {
             let report = self.recv_report(r);
             let mut rx = lock(&self.rx);
             if !rx.unexpected.is_empty() {
-                let recv = self.recv_of(r)?;
+                let recv = self.recv_with(r, src, report);
                 let found = rx
                     .unexpected
                     .iter()
@@ -346,8 +346,12 @@ impl Xfer {
     /// The receive that a posted buffer stands for.
     pub(super) fn recv_of(&self, r: &RecvPost<'_>) -> Result<Recv> {
         let src = self.recv_src(r)?;
-        let report = self.recv_report(r);
-        Ok(Recv {
+        Ok(self.recv_with(r, src, self.recv_report(r)))
+    }
+
+    /// The receive of `r` with its source and reporting already worked out.
+    fn recv_with(&self, r: &RecvPost<'_>, src: Option<Address>, report: bool) -> Recv {
+        Recv {
             tagged: r.tagged,
             tag: r.tag,
             ignore: r.ignore,
@@ -357,7 +361,7 @@ impl Xfer {
             context: r.context,
             multi: (r.flags & FI_MULTI_RECV != 0)
                 .then(|| Arc::new(Multi::new(self.ep().min_multi_recv()))),
-        })
+        }
     }
 
     /// The piece of multi-receive buffer `r` that a message of `len` bytes
