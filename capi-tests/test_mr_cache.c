@@ -170,6 +170,42 @@ static int hit_after_close(void)
 	return 0;
 }
 
+/*
+ * An MR of several iovs pins each of them, and its close gives every one
+ * back: cached (a later registration of either piece hits), or, with the
+ * cache off, unlocked at once.
+ */
+static int regv_pins_every_iov(void)
+{
+	bool cached = !getenv("FI_MR_CACHE_MAX_COUNT");
+	CHECK_OK(open_domain());
+	unsigned char *b = map(NULL);
+	CHECK(b);
+	struct iovec iov[2] = { { b, 16 * KB }, { b + 32 * KB, 16 * KB } };
+	struct fid_mr *mr;
+	CHECK_OK(fi_mr_regv(domain, iov, 2, RW, 0, 0, 0, &mr, NULL));
+	CHECK_LOCKED(32);
+	CHECK_OK(fi_close(&mr->fid));
+	CHECK_LOCKED(cached ? 32 : 0);
+	if (cached) {
+		CHECK_OK(unlock(b, LEN));
+		CHECK_LOCKED(0);
+		/* Both pieces hit, alone and together. */
+		CHECK_OK(reg_close(b + 32 * KB, 16 * KB, RW));
+		CHECK_OK(fi_mr_regv(domain, iov, 2, RW, 0, 0, 0, &mr, NULL));
+		CHECK_OK(reg_close(b, 16 * KB, RW));
+		CHECK_OK(fi_close(&mr->fid));
+		CHECK_LOCKED(0);
+		/* The gap between them was never pinned: a miss. */
+		CHECK_OK(reg_close(b + 16 * KB, 16 * KB, RW));
+		CHECK_LOCKED(16);
+	}
+	CHECK_OK(munmap(b, LEN));
+	CHECK_LOCKED(0);
+	CHECK_OK(close_domain());
+	return 0;
+}
+
 /* The changes a monitor must report, each applied to a cached buffer. */
 enum change { UNMAP_REMAP, MREMAP, DONTNEED };
 
@@ -881,6 +917,9 @@ static const struct test_case cases[] = {
 	CASE_ENV(read_only_not_for_write, HOOKS),
 	CASE_ENV(two_domains_share_pages, HOOKS),
 	CASE_ENV(max_count_lru, HOOKS " FI_MR_CACHE_MAX_COUNT=2"),
+	CASE_ENV(regv_pins_every_iov, UFFD),
+	CASE_ENV(regv_pins_every_iov, HOOKS),
+	CASE_ENV(regv_pins_every_iov, PIN " FI_MR_CACHE_MAX_COUNT=0"),
 	CASE_ENV(not_cached, PIN " FI_MR_CACHE_MAX_COUNT=0"),
 	CASE_ENV(not_cached, PIN " FI_MR_CACHE_MONITOR=disabled"),
 	CASE_ENV(hit_after_close, PIN " FI_MR_CACHE_MONITOR=kdreg2"),

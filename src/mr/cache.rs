@@ -20,7 +20,7 @@
 //! invalidation of the same range never interleave.
 
 use crate::error::Result;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Mutex;
 
 /// The system side of a pinning.
@@ -123,6 +123,18 @@ pub type IdMap<V> = HashMap<u64, V, std::hash::BuildHasherDefault<IdHasher>>;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct PinId(u64);
 
+impl PinId {
+    /// The id as a nonzero number, for a caller to keep in a word.
+    pub fn raw(self) -> u64 {
+        self.0
+    }
+
+    /// The id `raw` came from ([`PinId::raw`]).
+    pub fn from_raw(raw: u64) -> PinId {
+        PinId(raw)
+    }
+}
+
 struct Entry<P> {
     start: u64,
     len: u64,
@@ -144,12 +156,23 @@ struct Inner<P> {
     entries: IdMap<Entry<P>>,
     /// Entries by (start, id): the range lookup.
     by_start: BTreeMap<(u64, u64), ()>,
-    /// Unused entries, oldest tick first.
-    lru: BTreeMap<u64, u64>,
+    /// Unused entries as (tick, id), oldest first. An entry used again
+    /// (or removed) leaves its record behind: a record counts only while
+    /// its entry's `tick` still equals it. A hit and a release then cost a
+    /// field write and a push, not a search tree's removal and insertion;
+    /// stale records are skipped by eviction and dropped by [`compact`]
+    /// once they outnumber the live ones.
+    ///
+    /// [`compact`]: Inner::compact
+    lru: VecDeque<(u64, u64)>,
+    /// Unused entries (live records of `lru`) and their bytes.
+    unused: usize,
     unused_bytes: u64,
     /// The longest entry ever held: bounds the backward scan of a lookup.
     max_len: u64,
     next_id: u64,
+    /// The entry [`Inner::find`] returned last (0: none).
+    last: u64,
     tick: u64,
     stats: CacheStats,
 }
@@ -169,10 +192,12 @@ impl<B: Pinner> Cache<B> {
             inner: Mutex::new(Inner {
                 entries: IdMap::default(),
                 by_start: BTreeMap::new(),
-                lru: BTreeMap::new(),
+                lru: VecDeque::new(),
+                unused: 0,
                 unused_bytes: 0,
                 max_len: 0,
                 next_id: 1,
+                last: 0,
                 tick: 0,
                 stats: CacheStats::default(),
             }),
@@ -201,31 +226,24 @@ impl<B: Pinner> Cache<B> {
         let mut g = self.lock();
         let end = start.saturating_add(len);
         if self.limits.enabled() {
-            let mut found = g.find(start, end, write);
-            while let Some(id) = found {
-                let e = &g.entries[&id];
-                if self.backend.still_valid(e.start, e.len, &e.pin) {
-                    break;
-                }
-                let unused = e.users == 0;
-                g.stats.invalidations += 1;
-                if unused {
-                    self.remove(&mut g, id);
-                } else {
-                    g.entries.get_mut(&id).expect("entry").stale = true;
-                }
-                found = g.find(start, end, write);
-            }
-            if let Some(id) = found {
+            while let Some(id) = g.find(start, end, write) {
+                let g = &mut *g;
                 let e = g.entries.get_mut(&id).expect("indexed entry");
-                e.users += 1;
-                let (tick, bytes) = (e.tick.take(), e.len);
-                if let Some(t) = tick {
-                    g.lru.remove(&t);
-                    g.unused_bytes -= bytes;
+                if self.backend.still_valid(e.start, e.len, &e.pin) {
+                    e.users += 1;
+                    if e.tick.take().is_some() {
+                        g.unused -= 1;
+                        g.unused_bytes -= e.len;
+                    }
+                    g.stats.hits += 1;
+                    return Ok((PinId(id), true));
                 }
-                g.stats.hits += 1;
-                return Ok((PinId(id), true));
+                g.stats.invalidations += 1;
+                if e.users == 0 {
+                    self.remove(g, id);
+                } else {
+                    e.stale = true;
+                }
             }
         }
         g.stats.misses += 1;
@@ -285,9 +303,11 @@ impl<B: Pinner> Cache<B> {
         let e = g.entries.get_mut(&id.0).expect("entry");
         e.tick = Some(t);
         let bytes = e.len;
-        g.lru.insert(t, id.0);
+        g.lru.push_back((t, id.0));
+        g.unused += 1;
         g.unused_bytes += bytes;
         self.trim(&mut g);
+        g.compact();
     }
 
     /// The monitor reports that `[start, start + len)` no longer maps the
@@ -332,7 +352,7 @@ impl<B: Pinner> Cache<B> {
     /// Drops every unused pinning (domain close).
     pub fn flush(&self) {
         let mut g = self.lock();
-        let ids: Vec<u64> = g.lru.values().copied().collect();
+        let ids = g.unused_ids();
         for id in ids {
             self.remove(&mut g, id);
         }
@@ -356,20 +376,20 @@ impl<B: Pinner> Cache<B> {
     /// The unused pinnings, oldest first, as (start, len).
     pub fn lru_ranges(&self) -> Vec<(u64, u64)> {
         let g = self.lock();
-        g.lru
-            .values()
+        g.unused_ids()
+            .iter()
             .map(|id| (g.entries[id].start, g.entries[id].len))
             .collect()
     }
 
     fn trim(&self, g: &mut Inner<B::Pin>) {
-        while g.lru.len() > self.limits.max_count || g.unused_bytes > self.limits.max_size {
-            let Some((_, id)) = g.lru.pop_first() else {
+        while g.unused > self.limits.max_count || g.unused_bytes > self.limits.max_size {
+            let Some((t, id)) = g.lru.pop_front() else {
                 break;
             };
-            let e = g.entries.get_mut(&id).expect("entry");
-            e.tick = None;
-            g.unused_bytes -= e.len;
+            if !g.live_record(t, id) {
+                continue;
+            }
             g.stats.evictions += 1;
             self.remove(g, id);
         }
@@ -380,8 +400,8 @@ impl<B: Pinner> Cache<B> {
             return;
         };
         g.by_start.remove(&(e.start, id));
-        if let Some(t) = e.tick {
-            g.lru.remove(&t);
+        if e.tick.is_some() {
+            g.unused -= 1;
             g.unused_bytes -= e.len;
         }
         g.stats.pinned_regions -= 1;
@@ -397,15 +417,64 @@ impl<B: Pinner> Cache<B> {
 }
 
 impl<P> Inner<P> {
-    /// A valid entry covering [start, end) with the rights asked for.
-    fn find(&self, start: u64, end: u64, write: bool) -> Option<u64> {
+    /// Whether LRU record (tick `t`, entry `id`) is its entry's current one
+    /// (the entry is unused since that release).
+    fn live_record(&self, t: u64, id: u64) -> bool {
+        self.entries.get(&id).is_some_and(|e| e.tick == Some(t))
+    }
+
+    /// The unused entries, oldest first.
+    fn unused_ids(&self) -> Vec<u64> {
+        self.lru
+            .iter()
+            .filter(|&&(t, id)| self.live_record(t, id))
+            .map(|&(_, id)| id)
+            .collect()
+    }
+
+    /// Drops the LRU records of entries used again or removed since, once
+    /// they are more than the live ones (and a few): amortized, each
+    /// release pays for at most one record's removal.
+    fn compact(&mut self) {
+        if self.lru.len() <= 2 * self.unused + 64 {
+            return;
+        }
+        let mut lru = std::mem::take(&mut self.lru);
+        lru.retain(|&(t, id)| self.live_record(t, id));
+        self.lru = lru;
+    }
+
+    /// Whether entry `e` can serve [start, end) with the rights asked for.
+    fn serves(e: &Entry<P>, start: u64, end: u64, write: bool) -> bool {
+        !e.stale && e.start <= start && e.end() >= end && (e.write || !write)
+    }
+
+    /// A valid entry covering [start, end) with the rights asked for: the
+    /// last one served when it still does (a buffer registered again and
+    /// again, the common case, costs a hash lookup), else the one found by
+    /// a search of the ranges.
+    fn find(&mut self, start: u64, end: u64, write: bool) -> Option<u64> {
+        if self
+            .entries
+            .get(&self.last)
+            .is_some_and(|e| Self::serves(e, start, end, write))
+        {
+            return Some(self.last);
+        }
+        let found = self.search(start, end, write);
+        if let Some(id) = found {
+            self.last = id;
+        }
+        found
+    }
+
+    fn search(&self, start: u64, end: u64, write: bool) -> Option<u64> {
         let floor = end.saturating_sub(self.max_len);
         for (&(s, id), _) in self.by_start.range(..=(start, u64::MAX)).rev() {
             if s < floor {
                 break;
             }
-            let e = &self.entries[&id];
-            if !e.stale && e.end() >= end && (e.write || !write) {
+            if Self::serves(&self.entries[&id], start, end, write) {
                 return Some(id);
             }
         }
@@ -526,6 +595,62 @@ mod tests {
         assert_eq!(s.pinned_regions, 2);
         assert_eq!(s.pinned_bytes, 18 * P);
         assert_eq!(log.pins.lock().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn pinnings_used_again_keep_their_lru_place_honest_and_the_list_short() {
+        // Three pinnings released oldest first (a, b, c), then a used and
+        // released again many times: its old records must not count, the
+        // LRU order becomes b, c, a, and the records stay few.
+        let (c, log) = cache(3, u64::MAX);
+        let ids: Vec<PinId> = [0x100000, 0x200000, 0x300000]
+            .iter()
+            .map(|&s| c.acquire(s, P, true).unwrap().0)
+            .collect();
+        for &id in &ids {
+            c.release(id);
+        }
+        for _ in 0..10_000 {
+            let (a, hit) = c.acquire(0x100000, P, true).unwrap();
+            assert!(hit);
+            assert_eq!(a, ids[0]);
+            c.release(a);
+        }
+        assert_eq!(
+            c.lru_ranges(),
+            vec![(0x200000, P), (0x300000, P), (0x100000, P)]
+        );
+        assert!(c.lock().lru.len() <= 2 * 3 + 64 + 1);
+        // A fourth evicts the oldest unused one: b, not a.
+        let (d, _) = c.acquire(0x400000, P, true).unwrap();
+        c.release(d);
+        assert_eq!(
+            c.lru_ranges(),
+            vec![(0x300000, P), (0x100000, P), (0x400000, P)]
+        );
+        let un: Vec<u64> = log.unpins.lock().unwrap().iter().map(|u| u.0).collect();
+        assert_eq!(un, vec![0x200000]);
+        let s = c.stats();
+        assert_eq!((s.hits, s.misses, s.evictions), (10_000, 4, 1));
+        assert_eq!(s.pinned_regions, 3);
+        // In use, a pinning is not evicted whatever its old records say.
+        let (a, _) = c.acquire(0x100000, P, true).unwrap();
+        for s in [0x500000, 0x600000, 0x700000] {
+            let (x, _) = c.acquire(s, P, true).unwrap();
+            c.release(x);
+        }
+        assert_eq!(
+            c.lru_ranges(),
+            vec![(0x500000, P), (0x600000, P), (0x700000, P)]
+        );
+        c.release(a);
+        assert_eq!(
+            c.lru_ranges(),
+            vec![(0x600000, P), (0x700000, P), (0x100000, P)]
+        );
+        c.flush();
+        assert!(c.lru_ranges().is_empty());
+        assert_eq!(c.stats().pinned_regions, 0);
     }
 
     #[test]

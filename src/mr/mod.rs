@@ -19,7 +19,7 @@
 //!   range lookup, invalidation); the pinning itself is the provider's.
 
 pub mod cache;
-mod chunks;
+pub(crate) mod chunks;
 mod index;
 mod iov;
 mod key;

@@ -240,7 +240,7 @@ pub unsafe fn open(
         active: std::sync::atomic::AtomicUsize::new(0),
         xfers: std::sync::RwLock::new(Vec::new()),
         n_xfers: std::sync::atomic::AtomicUsize::new(0),
-        pins: super::pin::DomainPins::open(),
+        pins: super::pin::DomainPins::open(super::info::MR_CNT),
     });
     Ok(Box::into_raw(d) as *mut fid_domain)
 }

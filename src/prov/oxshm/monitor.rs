@@ -450,6 +450,9 @@ mod uffd {
     /// Held while reading events and queueing them, so that a lookup that
     /// takes it finds every event read so far in the queue.
     static EVENTS: Mutex<()> = Mutex::new(());
+    /// 1 while the reader is between its first read and the queuing of
+    /// what it read (set and cleared under EVENTS).
+    static READING: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
     pub fn start() -> Result<()> {
         let flags = libc::O_CLOEXEC | libc::O_NONBLOCK;
@@ -575,8 +578,16 @@ mod uffd {
     /// holds EVENTS from before the read until the event is queued: so
     /// after this and [`apply_pending`], every change made by a call that
     /// has returned is in the caches (no system call needed).
+    ///
+    /// The reader says it is at work (READING) before its read: an
+    /// unmapping call that returned had its event read after that store,
+    /// so this thread, after the call, sees the flag unless the event is
+    /// queued already. Only then does it wait on EVENTS: a lookup with no
+    /// read in progress takes no lock here.
     pub fn wait_read() {
-        drop(EVENTS.lock().unwrap_or_else(|e| e.into_inner()));
+        if READING.load(std::sync::atomic::Ordering::SeqCst) != 0 {
+            drop(EVENTS.lock().unwrap_or_else(|e| e.into_inner()));
+        }
     }
 
     /// Reads every pending event and queues its range. Nothing here waits
@@ -588,6 +599,14 @@ mod uffd {
         if STOPPED.load(std::sync::atomic::Ordering::SeqCst) {
             return;
         }
+        READING.store(1, std::sync::atomic::Ordering::SeqCst);
+        struct Done;
+        impl Drop for Done {
+            fn drop(&mut self) {
+                READING.store(0, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        let _done = Done;
         let mut buf = [0u64; 4 * 16];
         loop {
             // SAFETY: reading whole uffd_msg records (32 bytes) into buf.

@@ -465,8 +465,7 @@ fn page_size_ok(p: u64) -> bool {
     if p == 0 {
         return true;
     }
-    // SAFETY: sysconf has no preconditions.
-    let base = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
+    let base = mem::page_size().max(4096) as u64;
     p == 0 || (p.is_power_of_two() && p >= base && p <= 1 << 30)
 }
 
@@ -629,7 +628,7 @@ fn register(d: &Domain, input: &Input, out: *mut *mut fid_mr) -> Result<i32> {
         .as_ref()
         .filter(|_| req.parent.is_none() && iface == fi_hmem_iface::FI_HMEM_SYSTEM as u32)
     {
-        if let Err(e) = pins.pin_mr(h.key(), iovs, needs_write(access)) {
+        if let Err(e) = pins.pin_mr(h.slot(), iovs, needs_write(access)) {
             d.count_failure();
             let _ = d.registry.close(&h);
             return Err(e);
@@ -639,7 +638,7 @@ fn register(d: &Domain, input: &Input, out: *mut *mut fid_mr) -> Result<i32> {
         Ok(p) => p,
         Err(e) => {
             if let Some(pins) = &d.pins {
-                pins.unpin_mr(h.key());
+                pins.unpin_mr(h.slot());
             }
             let _ = d.registry.close(&h);
             return Err(e);
@@ -719,7 +718,7 @@ unsafe extern "C" fn close(f: *mut fid) -> c_int {
                 d.quiesce();
                 release_bindings(d, h);
                 if let Some(pins) = &d.pins {
-                    pins.unpin_mr(h.key());
+                    pins.unpin_mr(h.slot());
                 }
             })
             .inspect_err(|e| {

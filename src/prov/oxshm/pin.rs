@@ -9,6 +9,7 @@
 use super::monitor;
 use crate::error::{Error, Result};
 use crate::mr::cache::{Cache, IdMap, Limits, PinId, Pinner};
+use crate::mr::chunks::Chunks;
 use crate::mr::refs::RangeRefs;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -44,13 +45,7 @@ pub fn mode() -> Mode {
 }
 
 pub fn page_size() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    if p > 0 {
-        p as u64
-    } else {
-        4096
-    }
+    super::mem::page_size() as u64
 }
 
 /// `[addr, addr + len)` widened to whole pages.
@@ -289,9 +284,19 @@ fn log_invalidated(start: u64, len: u64, n: usize) {
 pub struct DomainPins {
     pub mode: Mode,
     pub cache: Arc<Cache<Backend>>,
-    /// Pinnings of each live MR, by engine key.
-    by_mr: Mutex<IdMap<Ids>>,
+    /// The pinning of each live MR of one iov, by engine slot (the
+    /// registering thread owns the slot until it publishes the MR, the
+    /// closing one after its close): its id, [`MANY`], or 0 for none.
+    /// A word per slot instead of a locked map: a cache hit's registration
+    /// and close take no lock here.
+    by_slot: Chunks<AtomicU64, 8, 14>,
+    /// The pinnings of live MRs of several iovs (or whose word could not be
+    /// allocated), by engine slot.
+    many: Mutex<IdMap<Ids>>,
 }
+
+/// A word of [`DomainPins::by_slot`]: the MR's pinnings are in `many`.
+const MANY: u64 = u64::MAX;
 
 /// The pinnings of one MR: one per iov (one iov allocates nothing).
 #[derive(Clone)]
@@ -324,7 +329,7 @@ fn limits() -> Limits {
 
 impl DomainPins {
     /// The state of a new domain; None when FI_OXSHM_PIN is off.
-    pub fn open() -> Option<DomainPins> {
+    pub fn open(max_regions: usize) -> Option<DomainPins> {
         let mode = mode();
         if mode == Mode::Off {
             return None;
@@ -347,13 +352,14 @@ impl DomainPins {
         Some(DomainPins {
             mode,
             cache,
-            by_mr: Mutex::new(IdMap::default()),
+            by_slot: Chunks::new(max_regions),
+            many: Mutex::new(IdMap::default()),
         })
     }
 
-    /// Pins every iov of a new MR (engine key `key`); on failure nothing
-    /// stays pinned.
-    pub fn pin_mr(&self, key: u64, iovs: &[(u64, u64)], write: bool) -> Result<()> {
+    /// Pins every iov of a new MR (in engine slot `slot`, which the caller
+    /// owns); on failure nothing stays pinned.
+    pub fn pin_mr(&self, slot: u32, iovs: &[(u64, u64)], write: bool) -> Result<()> {
         let ids = if let [(addr, len)] = iovs {
             let (s, l) = page_range(*addr, *len);
             Ids::One(self.cache.acquire(s, l, write)?.0)
@@ -373,37 +379,71 @@ impl DomainPins {
             }
             Ids::Many(ids)
         };
-        self.by_mr
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key, ids);
+        self.record(slot, ids);
         Ok(())
     }
 
-    /// Releases the pinnings of a closed MR.
-    pub fn unpin_mr(&self, key: u64) {
-        let ids = self
-            .by_mr
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&key);
+    /// Releases the pinnings of a closed MR (in engine slot `slot`, which
+    /// the caller owns).
+    pub fn unpin_mr(&self, slot: u32) {
+        let ids = self.take(slot);
         for &id in ids.iter().flat_map(|i| i.as_slice()) {
             self.cache.release(id);
         }
     }
 
-    /// FI_OXSHM_PIN=check: whether the pages of `[addr, addr + len)` in MR
-    /// `key` still have the frames recorded when it was pinned. Pages whose
-    /// frames cannot be read are not checked.
-    pub fn frames_match(&self, key: u64, addr: u64, len: u64) -> bool {
-        let ids = match self
-            .by_mr
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&key)
+    fn many(&self) -> std::sync::MutexGuard<'_, IdMap<Ids>> {
+        self.many.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn record(&self, slot: u32, ids: Ids) {
+        match (ids, self.by_slot.get_or_alloc(slot as usize)) {
+            (Ids::One(id), Some(w)) => w.store(id.raw(), Ordering::Release),
+            (ids, w) => {
+                self.many().insert(u64::from(slot), ids);
+                if let Some(w) = w {
+                    w.store(MANY, Ordering::Release);
+                }
+            }
+        }
+    }
+
+    /// Takes the pinnings of slot `slot` out of the records (its owner
+    /// alone writes its word: a load and a store, no locked exchange).
+    fn take(&self, slot: u32) -> Option<Ids> {
+        let Some(w) = self.by_slot.get(slot as usize) else {
+            return self.many().remove(&u64::from(slot));
+        };
+        let v = w.load(Ordering::Acquire);
+        if v != 0 {
+            w.store(0, Ordering::Release);
+        }
+        match v {
+            0 => None,
+            MANY => self.many().remove(&u64::from(slot)),
+            id => Some(Ids::One(PinId::from_raw(id))),
+        }
+    }
+
+    /// The pinnings of slot `slot` now.
+    fn peek(&self, slot: u32) -> Option<Ids> {
+        match self
+            .by_slot
+            .get(slot as usize)
+            .map(|w| w.load(Ordering::Acquire))
         {
-            Some(v) => v.clone(),
-            None => return true,
+            Some(0) => None,
+            Some(MANY) | None => self.many().get(&u64::from(slot)).cloned(),
+            Some(id) => Some(Ids::One(PinId::from_raw(id))),
+        }
+    }
+
+    /// FI_OXSHM_PIN=check: whether the pages of `[addr, addr + len)` in the
+    /// MR of engine slot `slot` still have the frames recorded when it was
+    /// pinned. Pages whose frames cannot be read are not checked.
+    pub fn frames_match(&self, slot: u32, addr: u64, len: u64) -> bool {
+        let Some(ids) = self.peek(slot) else {
+            return true;
         };
         let (s, l) = page_range(addr, len);
         let p = page_size();
@@ -434,10 +474,11 @@ impl DomainPins {
         true
     }
 
-    /// FI_OXSHM_PIN=check: whether an access to `pieces` of MR `key` would
-    /// touch pages that no longer have the frames recorded at registration.
-    pub fn stale(&self, key: u64, pieces: &[(u64, u64)]) -> bool {
-        self.mode == Mode::Check && pieces.iter().any(|&(a, l)| !self.frames_match(key, a, l))
+    /// FI_OXSHM_PIN=check: whether an access to `pieces` of the MR of engine
+    /// slot `slot` would touch pages that no longer have the frames recorded
+    /// at registration.
+    pub fn stale(&self, slot: u32, pieces: &[(u64, u64)]) -> bool {
+        self.mode == Mode::Check && pieces.iter().any(|&(a, l)| !self.frames_match(slot, a, l))
     }
 
     pub fn close(&self) {

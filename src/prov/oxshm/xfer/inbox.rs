@@ -151,7 +151,7 @@ impl Xfer {
             Ok(t)
                 if d.pins
                     .as_ref()
-                    .is_some_and(|p| p.stale(t.handle.key(), t.pieces())) =>
+                    .is_some_and(|p| p.stale(t.handle.slot(), t.pieces())) =>
             {
                 crate::ox_log!(
                     Warn,
