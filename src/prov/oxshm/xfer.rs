@@ -20,10 +20,12 @@
 //!   `process_vm_writev` into them for reads. The request carries the
 //!   initiator's iovs; they must stay valid until the operation completes,
 //!   as libfabric requires of every non-inject buffer. The target grants
-//!   the initiator a share of the verified accesses to copy itself, so
+//!   the initiator a share of the copy (of a verified access's target
+//!   range, or of the receive buffers a message matched) to do itself, so
 //!   that both processes copy at once: every other operation of a stream
 //!   (more requests queued behind it), every other one from [`SPLIT_MIN`],
-//!   or half of a lone large one.
+//!   or half of a lone large one. The operation completes at both ends
+//!   when the initiator says its share is done.
 //! - Where the kernel does not permit cross-memory attach between two
 //!   processes (Yama `ptrace_scope` 2 or 3, a peer that is not an ancestor
 //!   under scope 1 without PR_SET_PTRACER, `FI_OXSHM_CMA=0`), the bytes are
@@ -143,8 +145,9 @@ const K_RDATA: u32 = 9;
 const W_INLINE: u32 = 1 << 0;
 const W_TAGGED: u32 = 1 << 1;
 const W_DATA: u32 = 1 << 2;
-/// The initiator of a bulk RMA may copy to and from the target itself, so
-/// the target may grant it a share of the copy (see [`SPLIT_MIN`]).
+/// The initiator of a bulk RMA or message may copy to and from the target
+/// itself, so the target may grant it a share of the copy (see
+/// [`SPLIT_MIN`]).
 const W_SPLIT: u32 = 1 << 4;
 /// A grant whose bytes the initiator sends as staged pieces ([`K_CHUNK`]).
 const W_STAGED: u32 = 1 << 5;
@@ -156,12 +159,13 @@ const W_LAST: u32 = 1 << 6;
 /// without a write counter.
 const W_NOACK: u32 = 1 << 7;
 
-/// RMA transfers from this size on, and smaller ones with more requests
-/// queued behind them, are shared copies: the target verifies the access
-/// and may grant the initiator a share of it (the verified target
-/// addresses) to copy itself (see [`HALVES_MIN`]), so that both processes
-/// copy at once, on two CPUs. A lone smaller one is copied by the target
-/// (a grant would add a round trip).
+/// RMA transfers and messages from this size on, and smaller ones with
+/// more requests queued behind them, are shared copies: the target verifies
+/// the access (or matches the message to a posted receive) and may grant
+/// the initiator a share of it (the verified target addresses, or the
+/// receive buffers) to copy itself (see [`HALVES_MIN`]), so that both
+/// processes copy at once, on two CPUs. A lone smaller one is copied by
+/// the target (a grant would add a round trip).
 pub const SPLIT_MIN: u64 = 64 * 1024;
 /// From this size a shared copy that has no other request queued behind it
 /// is split in halves between the two processes; smaller ones, and those
@@ -554,13 +558,17 @@ struct Rx {
     unexpected: VecDeque<Unexpected>,
 }
 
-/// A shared copy at the target: the request, its verified region, and
-/// the outcome of the target's own share. The access stays in the domain's
-/// `active` count (region closes wait) until the initiator's share is done.
+/// A shared copy at the target: what it completes (a verified remote
+/// access, whose access stays in the domain's `active` count, so that
+/// region closes wait, until the initiator's share is done; or a message
+/// and its posted receive), and the outcome of the target's own share.
 struct Grant {
-    w: Wire,
-    handle: crate::mr::Handle,
+    then: Then,
     status: Result<()>,
+    /// The part of this process's memory the initiator writes (a write's
+    /// or a message's granted share; empty for a read): marked defined for
+    /// Valgrind once written ([`copy::mark_defined`]).
+    written: Pieces,
 }
 
 /// Byte ranges `(address, length)`.
@@ -615,12 +623,22 @@ struct Inbound {
     then: Then,
 }
 
-/// What a staged transfer completes.
+/// What a staged transfer or a shared copy completes.
 enum Then {
-    /// A remote write, verified against `handle`; the access is active.
-    Write { w: Wire, handle: crate::mr::Handle },
+    /// A remote write (or, shared, a read), verified against `handle`; the
+    /// access is active.
+    Rma { w: Wire, handle: crate::mr::Handle },
     /// A message for a posted receive.
     Recv { r: Recv, w: Wire },
+}
+
+impl Then {
+    /// The request.
+    fn wire(&self) -> &Wire {
+        match self {
+            Then::Rma { w, .. } | Then::Recv { w, .. } => w,
+        }
+    }
 }
 
 /// A transfer this endpoint sends in staged pieces.

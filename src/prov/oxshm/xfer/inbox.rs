@@ -254,31 +254,13 @@ impl Xfer {
                 let (grant_t, own_t) = split_at(t.pieces(), share);
                 if grant_t.len() <= GRANT_PIECES {
                     let (_, own_r) = split_at(&remote, share);
-                    let id = self.next_grant.fetch_add(1, Ordering::Relaxed);
-                    let g = Wire {
-                        op: w.op,
-                        addr: id,
-                        len: share,
-                        niov: grant_t.len() as u32,
-                        ..self.wire(K_GRANT)
-                    };
-                    self.send_to(w.src(), &[g.bytes(), &iov_bytes(&grant_t)]);
-                    let status = cross_copy(w.src_pid, &own_t, &own_r, w.len - share, !read);
+                    // The access stays active until the initiator is done.
                     active.keep();
-                    lock(&self.grants).insert(
-                        id,
-                        Grant {
-                            w: *w,
-                            handle: t.handle,
-                            status,
-                        },
-                    );
-                    // An initiator found gone meanwhile had its grants
-                    // dropped before this one existed: drop it too (the
-                    // peer check adds to `dead` before it drops grants).
-                    if self.is_dead(&w.src()) {
-                        self.drop_grants(Some(&w.src()));
-                    }
+                    let then = Then::Rma {
+                        w: *w,
+                        handle: t.handle,
+                    };
+                    self.grant(then, share, grant_t, &own_t, &own_r, read);
                     return Ok(None);
                 }
                 if !mine {
@@ -484,7 +466,12 @@ impl Xfer {
                 self.peer(&w.src()).map(|p| p.cma)
             };
             match mine {
-                Ok(true) => status = cross_copy(w.src_pid, &want, remote, take, true),
+                Ok(true) => {
+                    if self.share_recv(r, w, &want, remote, take) {
+                        return;
+                    }
+                    status = cross_copy(w.src_pid, &want, remote, take, true)
+                }
                 Ok(false) => return self.stage_recv(r.clone(), *w, want, take),
                 Err(e) => status = Err(e),
             }
@@ -492,6 +479,85 @@ impl Xfer {
             self.respond(w, status.err().map_or(0, |e| e.code()), &[]);
         }
         self.finish_recv(r, w, status);
+    }
+
+    /// A bulk message whose sender may copy into this process (W_SPLIT),
+    /// under the rules of a shared RMA copy ([`SPLIT_MIN`],
+    /// [`Xfer::initiator_share`]): the sender is granted the first bytes
+    /// of `want` to copy itself while this process copies the rest, so that
+    /// both CPUs copy at once; the receive and the send complete when the
+    /// sender says its share is done ([`Xfer::on_done`]). False: not
+    /// shared, the caller copies it all.
+    fn share_recv(
+        &self,
+        r: &Recv,
+        w: &Wire,
+        want: &[(u64, u64)],
+        remote: &[(u64, u64)],
+        take: u64,
+    ) -> bool {
+        if w.flags & W_SPLIT == 0 || take == 0 || (take < SPLIT_MIN && !self.inbox.more_behind()) {
+            return false;
+        }
+        let share = self.initiator_share(take, true);
+        if share == 0 {
+            return false;
+        }
+        let (grant_t, own_t) = split_at(want, share);
+        if grant_t.len() > GRANT_PIECES {
+            return false;
+        }
+        let (_, own_r) = split_at(remote, share);
+        let then = Then::Recv {
+            r: r.clone(),
+            w: *w,
+        };
+        self.grant(then, share, grant_t, &own_t, &own_r, false);
+        true
+    }
+
+    /// A shared copy, at the target: grants the initiator of `then`'s
+    /// request the first `share` bytes (`granted`, this process's pieces)
+    /// and copies the rest itself (`here`, this process's pieces, and
+    /// `there`, the initiator's); `then` completes when the initiator says
+    /// its share is done ([`Xfer::on_done`]). `read`: the bytes go to the
+    /// initiator.
+    fn grant(
+        &self,
+        then: Then,
+        share: u64,
+        granted: Pieces,
+        here: &[(u64, u64)],
+        there: &[(u64, u64)],
+        read: bool,
+    ) {
+        let w = *then.wire();
+        let id = self.next_grant.fetch_add(1, Ordering::Relaxed);
+        let g = Wire {
+            op: w.op,
+            addr: id,
+            len: share,
+            niov: granted.len() as u32,
+            ..self.wire(K_GRANT)
+        };
+        self.send_to(w.src(), &[g.bytes(), &iov_bytes(&granted)]);
+        let left = here.iter().map(|x| x.1).sum();
+        let status = cross_copy(w.src_pid, here, there, left, !read);
+        lock(&self.grants).insert(
+            id,
+            Grant {
+                then,
+                status,
+                // What the initiator writes here (none for a read).
+                written: if read { Vec::new() } else { granted },
+            },
+        );
+        // An initiator found gone meanwhile had its grants dropped before
+        // this one existed: drop it too (the peer check adds to `dead`
+        // before it drops grants).
+        if self.is_dead(&w.src()) {
+            self.drop_grants(Some(&w.src()));
+        }
     }
 
     /// Completes a receive that took (the first bytes of) message `w`.

@@ -132,8 +132,8 @@ impl Xfer {
             Some(m) => m.get(&dest).map(|a| &**a),
             None => counted.as_deref(),
         };
-        let rma = matches!(p.kind, OpKind::Write | OpKind::Read);
-        if rma && !inline && peer.is_some_and(|p| p.cma) {
+        let shared = matches!(p.kind, OpKind::Write | OpKind::Read | OpKind::Send { .. });
+        if shared && !inline && peer.is_some_and(|p| p.cma) {
             w.flags |= W_SPLIT;
         }
         let bulk = (!inline && !matches!(p.kind, OpKind::Atomic { .. }))

@@ -15,15 +15,35 @@ impl Xfer {
             return;
         };
         let status = match (g.status, d.status) {
-            (Ok(()), 0) => {
-                self.accepted(&g.w, &g.handle);
-                0
-            }
-            (Err(e), _) => e.code(),
-            (Ok(()), s) => s,
+            (Ok(()), 0) => Ok(()),
+            (Err(e), _) => Err(e),
+            (Ok(()), s) => Err(Error::from_code(s)),
         };
-        Active::release(self.domain());
-        self.respond(&g.w, status, &[]);
+        if d.status == 0 {
+            mark_defined(&g.written);
+        }
+        self.complete_then(g.then, status);
+    }
+
+    /// Completes what a staged transfer or a shared copy was for, once all
+    /// its bytes moved (or failed with `status`): the remote access is
+    /// counted, released and answered; the message is answered and its
+    /// receive completed.
+    fn complete_then(&self, then: Then, status: Result<()>) {
+        let code = status.err().map_or(0, |e| e.code());
+        match then {
+            Then::Rma { w, handle } => {
+                if status.is_ok() {
+                    self.accepted(&w, &handle);
+                }
+                Active::release(self.domain());
+                self.respond(&w, code, &[]);
+            }
+            Then::Recv { r, w } => {
+                self.respond(&w, code, &[]);
+                self.finish_recv(&r, &w, status);
+            }
+        }
     }
 
     /// Initiator: copies its granted share of a shared copy and says so;
@@ -72,15 +92,23 @@ impl Xfer {
 
     /// Drops the shared copies an initiator `a` will never finish.
     pub(super) fn drop_grants(&self, a: Option<&Address>) {
-        let mut g = lock(&self.grants);
-        let ids: Vec<u64> = g
-            .iter()
-            .filter(|(_, x)| a.is_none_or(|a| x.w.src() == *a))
-            .map(|(id, _)| *id)
-            .collect();
-        for id in ids {
-            g.remove(&id);
-            Active::release(self.domain());
+        let dropped: Vec<Grant> = {
+            let mut g = lock(&self.grants);
+            let ids: Vec<u64> = g
+                .iter()
+                .filter(|(_, x)| a.is_none_or(|a| x.then.wire().src() == *a))
+                .map(|(id, _)| *id)
+                .collect();
+            ids.into_iter().filter_map(|id| g.remove(&id)).collect()
+        };
+        for g in dropped {
+            match g.then {
+                Then::Rma { .. } => Active::release(self.domain()),
+                // The sender died with its share undone: the receive
+                // fails (at the endpoint's own close it just goes).
+                Then::Recv { r, w } if a.is_some() => self.finish_recv(&r, &w, Err(Error::IO)),
+                Then::Recv { .. } => {}
+            }
         }
     }
 
@@ -151,7 +179,7 @@ impl Xfer {
                     len: w.len,
                     got: 0,
                     status: Ok(()),
-                    then: Then::Write {
+                    then: Then::Rma {
                         w: *w,
                         handle: t.handle,
                     },
@@ -357,20 +385,7 @@ impl Xfer {
             Ok(()) if s.got != s.len => Err(Error::INVAL),
             st => st,
         };
-        let code = status.err().map_or(0, |e| e.code());
-        match s.then {
-            Then::Write { w, handle } => {
-                if status.is_ok() {
-                    self.accepted(&w, &handle);
-                }
-                Active::release(self.domain());
-                self.respond(&w, code, &[]);
-            }
-            Then::Recv { r, w } => {
-                self.respond(&w, code, &[]);
-                self.finish_recv(&r, &w, status);
-            }
-        }
+        self.complete_then(s.then, status);
     }
 
     /// Initiator: a staged piece of a read's result.
@@ -426,7 +441,7 @@ impl Xfer {
         };
         for s in ins {
             match s.then {
-                Then::Write { .. } => Active::release(self.domain()),
+                Then::Rma { .. } => Active::release(self.domain()),
                 Then::Recv { r, w } if a.is_some() => self.finish_recv(&r, &w, Err(Error::IO)),
                 Then::Recv { .. } => {}
             }
