@@ -102,13 +102,19 @@ impl Xfer {
             ids.into_iter().filter_map(|id| g.remove(&id)).collect()
         };
         for g in dropped {
-            match g.then {
-                Then::Rma { .. } => Active::release(self.domain()),
-                // The sender died with its share undone: the receive
-                // fails (at the endpoint's own close it just goes).
-                Then::Recv { r, w } if a.is_some() => self.finish_recv(&r, &w, Err(Error::IO)),
-                Then::Recv { .. } => {}
-            }
+            self.abandon(g.then, a.is_some());
+        }
+    }
+
+    /// Gives up what a staged transfer or a shared copy was for, its peer
+    /// gone (`dead`) or this endpoint closing: a remote access leaves the
+    /// active count; a receive fails when its sender died (at the
+    /// endpoint's own close it just goes).
+    fn abandon(&self, then: Then, dead: bool) {
+        match then {
+            Then::Rma { .. } => Active::release(self.domain()),
+            Then::Recv { r, w } if dead => self.finish_recv(&r, &w, Err(Error::IO)),
+            Then::Recv { .. } => {}
         }
     }
 
@@ -440,11 +446,7 @@ impl Xfer {
             ids.into_iter().filter_map(|id| m.remove(&id)).collect()
         };
         for s in ins {
-            match s.then {
-                Then::Rma { .. } => Active::release(self.domain()),
-                Then::Recv { r, w } if a.is_some() => self.finish_recv(&r, &w, Err(Error::IO)),
-                Then::Recv { .. } => {}
-            }
+            self.abandon(s.then, a.is_some());
         }
     }
 }
