@@ -5,8 +5,8 @@
 use crate::error::{Error, Result};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// The system's page size, asked once (sysconf(3) took a tenth of a
-/// registration cache hit's time).
+/// The system's page size, asked once: each sysconf(3) call cost 53
+/// instructions, 3% of a registration cache hit's 1,671 (callgrind).
 pub fn page_size() -> usize {
     static PAGE: AtomicUsize = AtomicUsize::new(0);
     match PAGE.load(Ordering::Relaxed) {
