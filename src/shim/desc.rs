@@ -86,6 +86,29 @@ impl Slot {
         None
     }
 
+    /// Whether the slot holds a live registration with `desc`, of
+    /// `domain`, that covers `addr..addr+len` with `need`: the common
+    /// answer, read under the sequence counter without copying the slot.
+    /// False while a writer is changing it (the caller then looks again,
+    /// with [`judge`]).
+    #[inline(always)]
+    fn fits(&self, desc: usize, domain: usize, addr: usize, len: usize, need: u64) -> bool {
+        let s1 = self.seq.load(Ordering::Acquire);
+        let v = View {
+            desc: self.desc.load(Ordering::Relaxed),
+            addr: self.addr.load(Ordering::Relaxed),
+            len: self.len.load(Ordering::Relaxed),
+            access: self.access.load(Ordering::Relaxed),
+            domain: self.domain.load(Ordering::Relaxed),
+            state: self.state.load(Ordering::Relaxed),
+            mr: 0,
+        };
+        fence(Ordering::Acquire);
+        s1 & 1 == 0
+            && self.seq.load(Ordering::Relaxed) == s1
+            && v.fits(desc, domain, addr, len, need)
+    }
+
     /// Runs `f` as the slot's one writer (the caller holds the state lock).
     fn write(&self, f: impl FnOnce(&Slot)) {
         let s = self.seq.load(Ordering::Relaxed);
@@ -113,10 +136,21 @@ pub(crate) struct View {
 }
 
 impl View {
+    #[inline(always)]
     fn closed(&self) -> bool {
         self.state & CLOSED != 0
     }
 
+    #[inline(always)]
+    fn fits(&self, desc: usize, domain: usize, addr: usize, len: usize, need: u64) -> bool {
+        self.desc == desc
+            && !self.closed()
+            && self.domain == domain
+            && self.covers(addr, len)
+            && self.access & need == need
+    }
+
+    #[inline(always)]
     fn covers(&self, addr: usize, len: usize) -> bool {
         self.state & SPAN_UNKNOWN != 0
             || (addr >= self.addr && len <= self.len && addr - self.addr <= self.len - len)
@@ -247,38 +281,34 @@ fn rank(v: &View, domain: usize, addr: usize, len: usize, need: u64) -> (u8, Kin
     }
 }
 
-/// Judges a desc for the local buffer `addr..addr+len` of an endpoint of
-/// `domain` that needs `need`. The common answer, a slot that fits, is
-/// found without ranking anything; only a desc that fails is looked at
-/// again, on a cold path.
-#[inline]
-pub(crate) fn judge(desc: usize, domain: usize, addr: usize, len: usize, need: u64) -> Verdict {
+/// Whether `desc` names a live registration of `domain` that covers the
+/// local buffer `addr..addr+len` of an endpoint with `need`: the common
+/// answer, found without copying or ranking anything. False sends the
+/// caller to [`judge`] for the verdict.
+#[inline(always)]
+pub(crate) fn fits(desc: usize, domain: usize, addr: usize, len: usize, need: u64) -> bool {
     let h = home(desc);
     for i in 0..MAX_PROBE {
         let s = &TABLE[(h + i) & (SLOTS - 1)];
         let d = s.desc.load(Ordering::Acquire);
         if d == EMPTY {
-            break;
+            return false;
         }
-        if d != desc {
-            continue;
-        }
-        if let Some(v) = s.read() {
-            if v.desc == desc
-                && v.state & CLOSED == 0
-                && v.domain == domain
-                && v.covers(addr, len)
-                && v.access & need == need
-            {
-                return Verdict::Ok;
-            }
+        if d == desc && s.fits(desc, domain, addr, len, need) {
+            return true;
         }
     }
+    false
+}
+
+/// Judges a desc for the local buffer `addr..addr+len` of an endpoint of
+/// `domain` that needs `need`, ranking the explanations of one that fails.
+#[cold]
+#[inline(never)]
+pub(crate) fn judge(desc: usize, domain: usize, addr: usize, len: usize, need: u64) -> Verdict {
     judge_in(&TABLE, desc, domain, addr, len, need)
 }
 
-#[cold]
-#[inline(never)]
 fn judge_in(
     table: &[Slot],
     desc: usize,
@@ -306,7 +336,7 @@ fn judge_in(
             continue;
         }
         seen += 1;
-        if !v.closed() && v.domain == domain && v.covers(addr, len) && v.access & need == need {
+        if v.fits(desc, domain, addr, len, need) {
             return Verdict::Ok;
         }
         let (r, k) = rank(&v, domain, addr, len, need);
@@ -456,7 +486,15 @@ mod tests {
     fn insert_and_remove_in_the_global_table() {
         let s = insert(0xdead_0000, 0x1000, 64, true, FI_SEND, 9, 1, |_| ()).unwrap();
         assert_eq!(judge(0xdead_0000, 9, 0x1000, 64, FI_SEND), Verdict::Ok);
+        // The data path's first look agrees with the verdict, both ways.
+        assert!(fits(0xdead_0000, 9, 0x1000, 64, FI_SEND));
+        assert!(fits(0xdead_0000, 9, 0x1010, 0x30, 0));
+        assert!(!fits(0xdead_0000, 9, 0x1010, 0x31, 0));
+        assert!(!fits(0xdead_0000, 9, 0x1000, 64, FI_RECV));
+        assert!(!fits(0xdead_0000, 8, 0x1000, 64, FI_SEND));
+        assert!(!fits(0xdead_0001, 9, 0x1000, 64, FI_SEND));
         set_closed(s);
+        assert!(!fits(0xdead_0000, 9, 0x1000, 64, FI_SEND));
         assert!(matches!(
             judge(0xdead_0000, 9, 0x1000, 64, FI_SEND),
             Verdict::Bad(Kind::DescClosedMr, _, 1)

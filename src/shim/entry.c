@@ -246,6 +246,9 @@ struct oxshim_ep {
 HIDDEN const struct oxshim_ep *oxshim_rs_dp(void *ra, struct fid_ep *ep, const char *call,
 					    const struct oxshim_seg *segs, size_t n);
 
+HIDDEN const struct oxshim_ep *oxshim_rs_dp1(struct fid_ep *ep, const void *buf, size_t len,
+					     void *desc, uint64_t access);
+
 #define BUF(p, len, d, acc) { (p), (len), (d), (acc), SEG_BUF, 0, 0 }
 #define IOV(v, cnt, d, acc, inj) { (v), (cnt), (void *)(d), (acc), SEG_IOV, (inj), 0 }
 #define IOC(v, cnt, d, acc, dt, inj) { (v), (cnt), (void *)(d), (acc), SEG_IOC, (inj), (dt) }
@@ -257,12 +260,26 @@ HIDDEN const struct oxshim_ep *oxshim_rs_dp(void *ra, struct fid_ep *ep, const c
 		oxshim_rs_dp(RA, ep, name, s, sizeof(s) / sizeof(s[0]));       \
 	if (!h)                                                                \
 		return -FI_EINVAL;
+/*
+ * One local buffer (the plain forms): oxshim_rs_dp1 answers the common
+ * case, a known endpoint and a buffer that passes, without building the
+ * segment; anything else takes the whole path, which checks again and
+ * records what it finds.
+ */
+#define CHECK1(name, p, len, d, acc)                                           \
+	const struct oxshim_ep *h = oxshim_rs_dp1(ep, (p), (len), (d), (acc)); \
+	if (__builtin_expect(!h, 0)) {                                         \
+		const struct oxshim_seg s[] = { BUF(p, len, d, acc) };         \
+		h = oxshim_rs_dp(RA, ep, name, s, 1);                          \
+		if (!h)                                                        \
+			return -FI_EINVAL;                                     \
+	}
 
 /* fi_msg */
 HIDDEN ssize_t oxshim_tr_msg_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
 				  fi_addr_t src_addr, void *context)
 {
-	CHECK("fi_recv", BUF(buf, len, desc, FI_RECV))
+	CHECK1("fi_recv", buf, len, desc, FI_RECV)
 	return h->msg->recv(ep, buf, len, desc, src_addr, context);
 }
 
@@ -283,7 +300,7 @@ HIDDEN ssize_t oxshim_tr_msg_recvmsg(struct fid_ep *ep, const struct fi_msg *msg
 HIDDEN ssize_t oxshim_tr_msg_send(struct fid_ep *ep, const void *buf, size_t len, void *desc,
 				  fi_addr_t dest_addr, void *context)
 {
-	CHECK("fi_send", BUF(buf, len, desc, FI_SEND))
+	CHECK1("fi_send", buf, len, desc, FI_SEND)
 	return h->msg->send(ep, buf, len, desc, dest_addr, context);
 }
 
@@ -304,7 +321,7 @@ HIDDEN ssize_t oxshim_tr_msg_sendmsg(struct fid_ep *ep, const struct fi_msg *msg
 HIDDEN ssize_t oxshim_tr_msg_senddata(struct fid_ep *ep, const void *buf, size_t len, void *desc,
 				      uint64_t data, fi_addr_t dest_addr, void *context)
 {
-	CHECK("fi_senddata", BUF(buf, len, desc, FI_SEND))
+	CHECK1("fi_senddata", buf, len, desc, FI_SEND)
 	return h->msg->senddata(ep, buf, len, desc, data, dest_addr, context);
 }
 
@@ -313,7 +330,7 @@ HIDDEN ssize_t oxshim_tr_tagged_recv(struct fid_ep *ep, void *buf, size_t len, v
 				     fi_addr_t src_addr, uint64_t tag, uint64_t ignore,
 				     void *context)
 {
-	CHECK("fi_trecv", BUF(buf, len, desc, FI_RECV))
+	CHECK1("fi_trecv", buf, len, desc, FI_RECV)
 	return h->tagged->recv(ep, buf, len, desc, src_addr, tag, ignore, context);
 }
 
@@ -336,7 +353,7 @@ HIDDEN ssize_t oxshim_tr_tagged_recvmsg(struct fid_ep *ep, const struct fi_msg_t
 HIDDEN ssize_t oxshim_tr_tagged_send(struct fid_ep *ep, const void *buf, size_t len, void *desc,
 				     fi_addr_t dest_addr, uint64_t tag, void *context)
 {
-	CHECK("fi_tsend", BUF(buf, len, desc, FI_SEND))
+	CHECK1("fi_tsend", buf, len, desc, FI_SEND)
 	return h->tagged->send(ep, buf, len, desc, dest_addr, tag, context);
 }
 
@@ -360,7 +377,7 @@ HIDDEN ssize_t oxshim_tr_tagged_senddata(struct fid_ep *ep, const void *buf, siz
 					 void *desc, uint64_t data, fi_addr_t dest_addr,
 					 uint64_t tag, void *context)
 {
-	CHECK("fi_tsenddata", BUF(buf, len, desc, FI_SEND))
+	CHECK1("fi_tsenddata", buf, len, desc, FI_SEND)
 	return h->tagged->senddata(ep, buf, len, desc, data, dest_addr, tag, context);
 }
 
@@ -369,7 +386,7 @@ HIDDEN ssize_t oxshim_tr_tagged_senddata(struct fid_ep *ep, const void *buf, siz
 HIDDEN ssize_t oxshim_tr_rma_read(struct fid_ep *ep, void *buf, size_t len, void *desc,
 				  fi_addr_t src_addr, uint64_t addr, uint64_t key, void *context)
 {
-	CHECK("fi_read", BUF(buf, len, desc, FI_READ))
+	CHECK1("fi_read", buf, len, desc, FI_READ)
 	return h->rma->read(ep, buf, len, desc, src_addr, addr, key, context);
 }
 
@@ -392,7 +409,7 @@ HIDDEN ssize_t oxshim_tr_rma_readmsg(struct fid_ep *ep, const struct fi_msg_rma 
 HIDDEN ssize_t oxshim_tr_rma_write(struct fid_ep *ep, const void *buf, size_t len, void *desc,
 				   fi_addr_t dest_addr, uint64_t addr, uint64_t key, void *context)
 {
-	CHECK("fi_write", BUF(buf, len, desc, FI_WRITE))
+	CHECK1("fi_write", buf, len, desc, FI_WRITE)
 	return h->rma->write(ep, buf, len, desc, dest_addr, addr, key, context);
 }
 
@@ -416,7 +433,7 @@ HIDDEN ssize_t oxshim_tr_rma_writedata(struct fid_ep *ep, const void *buf, size_
 				       void *desc, uint64_t data, fi_addr_t dest_addr,
 				       uint64_t addr, uint64_t key, void *context)
 {
-	CHECK("fi_writedata", BUF(buf, len, desc, FI_WRITE))
+	CHECK1("fi_writedata", buf, len, desc, FI_WRITE)
 	return h->rma->writedata(ep, buf, len, desc, data, dest_addr, addr, key, context);
 }
 

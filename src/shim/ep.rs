@@ -650,6 +650,26 @@ pub unsafe extern "C" fn oxshim_rs_dp(
     }
 }
 
+/// The common case of a data-path call with one local buffer (the plain
+/// forms: fi_recv, fi_send, fi_read, fi_write and the like): the
+/// endpoint's hook when the shim hooked the endpoint and the buffer passes
+/// with nothing to record, else NULL, and the entry then takes the whole
+/// path through [`oxshim_rs_dp`], which checks again and records what it
+/// finds. It only reads, and nothing in it can panic.
+#[unsafe(no_mangle)]
+pub extern "C" fn oxshim_rs_dp1(
+    ep: *mut fid_ep,
+    buf: *const c_void,
+    len: usize,
+    d: *mut c_void,
+    need: u64,
+) -> *const EpHook {
+    match ep_find(ep) {
+        Some(h) if passes(h, buf as usize, len, d, need, false) => h,
+        _ => std::ptr::null(),
+    }
+}
+
 /// # Safety
 /// As [`oxshim_rs_dp`].
 #[inline]
@@ -730,6 +750,27 @@ fn call_name(call: *const c_char) -> String {
         .into_owned()
 }
 
+/// Whether one local buffer and its desc pass with nothing to record:
+/// the common case, which only reads.
+///
+/// The local access rights of an MR govern local transfers only where the
+/// domain requires local registration (FI_MR_LOCAL): elsewhere a desc is a
+/// hint the provider may ignore, and fabtests itself passes the desc of an
+/// FI_REMOTE_WRITE-only region to its sends. A desc of a closed MR, of
+/// another domain's MR or one too short is a finding either way.
+#[inline(always)]
+fn passes(h: &EpHook, addr: usize, len: usize, d: *mut c_void, need: u64, inject: bool) -> bool {
+    if len == 0 {
+        return true;
+    }
+    let mr_local = h.domain().mr_local;
+    if d.is_null() {
+        return inject || !mr_local;
+    }
+    let need = if mr_local { need } else { 0 };
+    desc::fits(d as usize, h.domain as usize, addr, len, need)
+}
+
 /// One local buffer and its desc; false: a finding was recorded.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
@@ -743,22 +784,28 @@ fn check(
     need: u64,
     inject: bool,
 ) -> bool {
-    if len == 0 {
-        return true;
-    }
+    passes(h, addr, len, d, need, inject) || diagnose(h, ra, call, addr, len, d, need)
+}
+
+/// A buffer that did not pass at first sight: judged again with every
+/// registration of its desc ranked, and the finding recorded (a writer
+/// that was changing the desc's slot may have made a good one look bad:
+/// then it passes now).
+#[cold]
+#[inline(never)]
+fn diagnose(
+    h: &EpHook,
+    ra: usize,
+    call: *const c_char,
+    addr: usize,
+    len: usize,
+    d: *mut c_void,
+    need: u64,
+) -> bool {
     if d.is_null() {
-        if inject || !h.domain().mr_local {
-            return true;
-        }
         missing(h, ra, call, addr, len, need);
         return false;
     }
-    // The local access rights of an MR govern local transfers only where
-    // the domain requires local registration (FI_MR_LOCAL): elsewhere a
-    // desc is a hint the provider may ignore, and fabtests itself passes
-    // the desc of an FI_REMOTE_WRITE-only region to its sends. A desc of a
-    // closed MR, of another domain's MR or one too short is a finding
-    // either way.
     let need = if h.domain().mr_local { need } else { 0 };
     match desc::judge(d as usize, h.domain as usize, addr, len, need) {
         Verdict::Ok => true,
