@@ -655,7 +655,7 @@ pub unsafe extern "C" fn oxshim_rs_dp(
 /// endpoint's hook when the shim hooked the endpoint and the buffer passes
 /// with nothing to record, else NULL, and the entry then takes the whole
 /// path through [`oxshim_rs_dp`], which checks again and records what it
-/// finds. It only reads, and nothing in it can panic.
+/// finds. It only reads; a panic (none is known) answers NULL too.
 #[unsafe(no_mangle)]
 pub extern "C" fn oxshim_rs_dp1(
     ep: *mut fid_ep,
@@ -664,10 +664,11 @@ pub extern "C" fn oxshim_rs_dp1(
     d: *mut c_void,
     need: u64,
 ) -> *const EpHook {
-    match ep_find(ep) {
-        Some(h) if passes(h, buf as usize, len, d, need, false) => h,
+    catch_unwind(AssertUnwindSafe(|| match ep_find(ep) {
+        Some(h) if passes(h, buf as usize, len, d, need, false) => h as *const EpHook,
         _ => std::ptr::null(),
-    }
+    }))
+    .unwrap_or(std::ptr::null())
 }
 
 /// # Safety
