@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// Shards of a [`Tally`]: the first `SHARDS - 1` threads that count get one
 /// each; later threads share the last, counted with a locked add.
-const SHARDS: usize = 8;
+pub const SHARDS: usize = 8;
 
 thread_local! {
     /// This thread's shard of every [`Tally`], assigned at its first count.
@@ -53,6 +53,14 @@ impl Tally {
         } else {
             s.fetch_add(1, Ordering::Relaxed);
         }
+    }
+
+    /// The shards, for a counter bumped outside Rust by the same rule
+    /// (the shim's C entries: src/shim/entry.c, `count`), whose threads
+    /// take their shards from a sequence of their own: such a tally must
+    /// never be bumped from Rust too.
+    pub fn shards(&self) -> *const AtomicU64 {
+        self.shards.as_ptr()
     }
 
     pub fn sum(&self) -> u64 {

@@ -196,6 +196,105 @@ HIDDEN int oxshim_tr_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 	return oxshim_rs_mr_regattr(RA, fid, attr, flags, mr);
 }
 
+/*
+ * The registration entries of a domain libfabric opened itself (rxm's tcp
+ * domain), whose calls are all libfabric's own: each counts the call and
+ * hands it, arguments untouched, to the provider's table (a tail call).
+ * (Installed only where the provider's table has the slot: TableCopy::set.)
+ * The shim's copy of the domain's MR table, which the call came through,
+ * carries after the provider's slots (rounded up to ours, as
+ * src/shim/objects.rs TableCopy lays it out) the owner word, the
+ * provider's table and the shards of the domain's count.
+ */
+struct oxshim_int {
+	uintptr_t owner;
+	const struct fi_ops_mr *orig;
+	uint64_t *shards;
+};
+
+static inline const struct oxshim_int *int_of(const struct fid *fid)
+{
+	const struct fi_ops_mr *t;
+	size_t size;
+
+	if (!fid || fid->fclass != FI_CLASS_DOMAIN)
+		return NULL;
+	t = ((const struct fid_domain *)fid)->mr;
+	size = t->size > sizeof(*t) ? t->size : sizeof(*t);
+	return (const struct oxshim_int *)((const uintptr_t *)t + (size + 7) / 8);
+}
+
+/*
+ * Mirrors src/tally.rs (Tally::bump): a thread adds to a shard only it
+ * writes, without a locked instruction; the threads after the first
+ * OXSHIM_SHARDS - 1 share the last one, with a locked add. The thread's
+ * shard (initial-exec TLS: one load) comes from a sequence of the C
+ * entries' own; no tally they count is bumped from Rust.
+ */
+enum { OXSHIM_SHARDS = 8 };
+static __thread unsigned oxshim_shard __attribute__((tls_model("initial-exec")));
+static unsigned oxshim_next_shard;
+
+static inline __attribute__((always_inline)) void count(uint64_t *shards)
+{
+	unsigned s = oxshim_shard; /* the shard + 1; 0: none yet */
+
+	if (__builtin_expect(s == 0, 0)) {
+		s = __atomic_add_fetch(&oxshim_next_shard, 1, __ATOMIC_RELAXED);
+		if (s > OXSHIM_SHARDS)
+			s = OXSHIM_SHARDS;
+		oxshim_shard = s;
+	}
+	if (s < OXSHIM_SHARDS)
+		__atomic_store_n(&shards[s - 1], __atomic_load_n(&shards[s - 1], __ATOMIC_RELAXED) + 1,
+				 __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_add(&shards[OXSHIM_SHARDS - 1], 1, __ATOMIC_RELAXED);
+}
+
+HIDDEN int oxshim_tr_mr_reg_int(struct fid *fid, const void *buf, size_t len,
+				uint64_t access, uint64_t offset,
+				uint64_t requested_key, uint64_t flags,
+				struct fid_mr **mr, void *context)
+{
+	const struct oxshim_int *t = int_of(fid);
+
+	if (!t)
+		return -FI_EINVAL;
+	if (!t->orig->reg)
+		return -FI_ENOSYS;
+	count(t->shards);
+	return t->orig->reg(fid, buf, len, access, offset, requested_key, flags, mr, context);
+}
+
+HIDDEN int oxshim_tr_mr_regv_int(struct fid *fid, const struct iovec *iov,
+				 size_t count_, uint64_t access, uint64_t offset,
+				 uint64_t requested_key, uint64_t flags,
+				 struct fid_mr **mr, void *context)
+{
+	const struct oxshim_int *t = int_of(fid);
+
+	if (!t)
+		return -FI_EINVAL;
+	if (!t->orig->regv)
+		return -FI_ENOSYS;
+	count(t->shards);
+	return t->orig->regv(fid, iov, count_, access, offset, requested_key, flags, mr, context);
+}
+
+HIDDEN int oxshim_tr_mr_regattr_int(struct fid *fid, const struct fi_mr_attr *attr,
+				    uint64_t flags, struct fid_mr **mr)
+{
+	const struct oxshim_int *t = int_of(fid);
+
+	if (!t)
+		return -FI_EINVAL;
+	if (!t->orig->regattr)
+		return -FI_ENOSYS;
+	count(t->shards);
+	return t->orig->regattr(fid, attr, flags, mr);
+}
+
 HIDDEN int oxshim_tr_mr_close(struct fid *fid)
 {
 	return oxshim_rs_mr_close(RA, fid);

@@ -105,6 +105,9 @@ fn refill(spare: &mut Vec<usize>) {
 }
 
 extern "C" {
+    fn oxshim_tr_mr_reg_int();
+    fn oxshim_tr_mr_regv_int();
+    fn oxshim_tr_mr_regattr_int();
     fn oxshim_tr_mr_reg(
         fid: *mut fid,
         buf: *const c_void,
@@ -166,7 +169,28 @@ pub(crate) unsafe fn is_shim_mr(fid: *const fid) -> bool {
 }
 
 /// Points a domain's copied `mr` table at the shim's entries.
-pub(crate) fn patch_mr_ops(t: &mut TableCopy) {
+/// Puts the shim's registration entries into a copy of a domain's MR
+/// table. A domain libfabric opened itself (`internal`: rxm's tcp domain),
+/// all of whose calls are libfabric's own, gets entries that only count
+/// the registration and forward it (entry.c, `oxshim_tr_mr_*_int`; the
+/// copy carries the provider's table and the count, see
+/// `objects::hook_domain`).
+pub(crate) fn patch_mr_ops(t: &mut TableCopy, internal: bool) {
+    if internal {
+        t.set(
+            offset_of!(fi_ops_mr, reg),
+            oxshim_tr_mr_reg_int as *const () as usize,
+        );
+        t.set(
+            offset_of!(fi_ops_mr, regv),
+            oxshim_tr_mr_regv_int as *const () as usize,
+        );
+        t.set(
+            offset_of!(fi_ops_mr, regattr),
+            oxshim_tr_mr_regattr_int as *const () as usize,
+        );
+        return;
+    }
     t.set(
         offset_of!(fi_ops_mr, reg),
         oxshim_tr_mr_reg as *const () as usize,

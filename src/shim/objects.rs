@@ -49,7 +49,8 @@ extern "C" {
 }
 
 /// A copy of a provider's ops table (`size` first, as every libfabric ops
-/// table starts), at least `ours` bytes long, followed by the owner word.
+/// table starts), at least `ours` bytes long, followed by the owner word
+/// and any `extra` words (what entry.c reads there).
 pub(crate) struct TableCopy {
     words: Box<[usize]>,
 }
@@ -58,15 +59,28 @@ impl TableCopy {
     /// # Safety
     /// `orig` points to an ops table whose first field is its size in bytes.
     pub(crate) unsafe fn new(orig: *const c_void, ours: usize, owner: usize) -> TableCopy {
+        // SAFETY: per the contract.
+        unsafe { TableCopy::with_extra(orig, ours, owner, &[]) }
+    }
+
+    /// # Safety
+    /// As [`TableCopy::new`].
+    pub(crate) unsafe fn with_extra(
+        orig: *const c_void,
+        ours: usize,
+        owner: usize,
+        extra: &[usize],
+    ) -> TableCopy {
         // SAFETY: per the contract, the first word is the table's size.
         let size = unsafe { *(orig as *const usize) };
         let n = size.max(ours).div_ceil(size_of::<usize>());
-        let mut words = vec![0usize; n + 1].into_boxed_slice();
+        let mut words = vec![0usize; n + 1 + extra.len()].into_boxed_slice();
         // SAFETY: the source holds `size` bytes, the destination n words.
         unsafe {
             std::ptr::copy_nonoverlapping(orig as *const u8, words.as_mut_ptr() as *mut u8, size)
         };
         words[n] = owner;
+        words[n + 1..].copy_from_slice(extra);
         TableCopy { words }
     }
 
@@ -563,10 +577,15 @@ unsafe fn hook_domain(
     unsafe {
         hook.fid_ops = TableCopy::new(orig_fid_ops as *const c_void, size_of::<fi_ops>(), owner);
         if !orig_mr.is_null() {
-            hook.mr_ops = Some(TableCopy::new(
+            // A domain libfabric opened itself gets entries that count its
+            // registrations and forward them without a call into Rust: they
+            // find the provider's table and the count after the owner word.
+            let extra = [orig_mr as usize, hook.internal_regs.shards() as usize];
+            hook.mr_ops = Some(TableCopy::with_extra(
                 orig_mr as *const c_void,
                 size_of::<fi_ops_mr>(),
                 owner,
+                if internal { &extra } else { &[] },
             ));
         }
         if datapath_off.is_none() && !orig_ops.is_null() {
@@ -583,7 +602,7 @@ unsafe fn hook_domain(
     hook.fid_ops
         .set(offset_of!(fi_ops, bind), domain_bind as *const () as usize);
     if let Some(t) = hook.mr_ops.as_mut() {
-        super::mr::patch_mr_ops(t);
+        super::mr::patch_mr_ops(t, internal);
     }
     register_hook(hook.fid_ops.ptr::<fi_ops>() as usize, owner);
     // SAFETY: the copies live as long as the hook, which is never freed.
