@@ -60,39 +60,10 @@ impl Slot {
         }
     }
 
-    /// A consistent copy (None while a writer is changing it, after a few
-    /// tries: treated as a slot that does not match).
-    fn read(&self) -> Option<View> {
-        for _ in 0..16 {
-            let s1 = self.seq.load(Ordering::Acquire);
-            if s1 & 1 == 1 {
-                std::hint::spin_loop();
-                continue;
-            }
-            let v = View {
-                desc: self.desc.load(Ordering::Relaxed),
-                addr: self.addr.load(Ordering::Relaxed),
-                len: self.len.load(Ordering::Relaxed),
-                access: self.access.load(Ordering::Relaxed),
-                domain: self.domain.load(Ordering::Relaxed),
-                state: self.state.load(Ordering::Relaxed),
-                mr: self.mr.load(Ordering::Relaxed),
-            };
-            fence(Ordering::Acquire);
-            if self.seq.load(Ordering::Relaxed) == s1 {
-                return Some(v);
-            }
-        }
-        None
-    }
-
-    /// Whether the slot holds a live registration with `desc`, of
-    /// `domain`, that covers `addr..addr+len` with `need`: the common
-    /// answer, read under the sequence counter without copying the slot.
-    /// False while a writer is changing it (the caller then looks again,
-    /// with [`judge`]).
+    /// The sequence counter, then every field: a copy that holds if the
+    /// counter was even and has not moved since (the caller looks again).
     #[inline(always)]
-    fn fits(&self, desc: usize, domain: usize, addr: usize, len: usize, need: u64) -> bool {
+    fn snapshot(&self) -> (u64, View) {
         let s1 = self.seq.load(Ordering::Acquire);
         let v = View {
             desc: self.desc.load(Ordering::Relaxed),
@@ -101,12 +72,39 @@ impl Slot {
             access: self.access.load(Ordering::Relaxed),
             domain: self.domain.load(Ordering::Relaxed),
             state: self.state.load(Ordering::Relaxed),
-            mr: 0,
+            mr: self.mr.load(Ordering::Relaxed),
         };
         fence(Ordering::Acquire);
-        s1 & 1 == 0
-            && self.seq.load(Ordering::Relaxed) == s1
-            && v.fits(desc, domain, addr, len, need)
+        (s1, v)
+    }
+
+    /// Whether a snapshot taken at counter `s1` holds.
+    #[inline(always)]
+    fn holds(&self, s1: u64) -> bool {
+        s1 & 1 == 0 && self.seq.load(Ordering::Relaxed) == s1
+    }
+
+    /// A consistent copy (None while a writer is changing it, after a few
+    /// tries: treated as a slot that does not match).
+    fn read(&self) -> Option<View> {
+        for _ in 0..16 {
+            let (s1, v) = self.snapshot();
+            if self.holds(s1) {
+                return Some(v);
+            }
+            std::hint::spin_loop();
+        }
+        None
+    }
+
+    /// Whether the slot holds a live registration with `desc`, of
+    /// `domain`, that covers `addr..addr+len` with `need`: the common
+    /// answer, one look under the sequence counter. False while a writer
+    /// is changing it (the caller then looks again, with [`judge`]).
+    #[inline(always)]
+    fn fits(&self, desc: usize, domain: usize, addr: usize, len: usize, need: u64) -> bool {
+        let (s1, v) = self.snapshot();
+        self.holds(s1) && v.fits(desc, domain, addr, len, need)
     }
 
     /// Runs `f` as the slot's one writer (the caller holds the state lock).

@@ -168,41 +168,28 @@ pub(crate) unsafe fn is_shim_mr(fid: *const fid) -> bool {
     !fid.is_null() && unsafe { (*fid).ops } == mr_ops_ptr()
 }
 
-/// Points a domain's copied `mr` table at the shim's entries.
-/// Puts the shim's registration entries into a copy of a domain's MR
-/// table. A domain libfabric opened itself (`internal`: rxm's tcp domain),
-/// all of whose calls are libfabric's own, gets entries that only count
-/// the registration and forward it (entry.c, `oxshim_tr_mr_*_int`; the
-/// copy carries the provider's table and the count, see
-/// `objects::hook_domain`).
+/// Points a domain's copied `mr` table at the shim's registration entries.
+/// A domain libfabric opened itself (`internal`: rxm's tcp domain), all of
+/// whose calls are libfabric's own, gets entries that only count the
+/// registration and forward it (entry.c, `oxshim_tr_mr_*_int`; the copy
+/// carries the provider's table and the count, see `objects::hook_domain`).
 pub(crate) fn patch_mr_ops(t: &mut TableCopy, internal: bool) {
-    if internal {
-        t.set(
-            offset_of!(fi_ops_mr, reg),
-            oxshim_tr_mr_reg_int as *const () as usize,
-        );
-        t.set(
-            offset_of!(fi_ops_mr, regv),
-            oxshim_tr_mr_regv_int as *const () as usize,
-        );
-        t.set(
-            offset_of!(fi_ops_mr, regattr),
-            oxshim_tr_mr_regattr_int as *const () as usize,
-        );
-        return;
-    }
-    t.set(
-        offset_of!(fi_ops_mr, reg),
-        oxshim_tr_mr_reg as *const () as usize,
-    );
-    t.set(
-        offset_of!(fi_ops_mr, regv),
-        oxshim_tr_mr_regv as *const () as usize,
-    );
-    t.set(
-        offset_of!(fi_ops_mr, regattr),
-        oxshim_tr_mr_regattr as *const () as usize,
-    );
+    let (reg, regv, regattr) = if internal {
+        (
+            oxshim_tr_mr_reg_int as *const (),
+            oxshim_tr_mr_regv_int as *const (),
+            oxshim_tr_mr_regattr_int as *const (),
+        )
+    } else {
+        (
+            oxshim_tr_mr_reg as *const (),
+            oxshim_tr_mr_regv as *const (),
+            oxshim_tr_mr_regattr as *const (),
+        )
+    };
+    t.set(offset_of!(fi_ops_mr, reg), reg as usize);
+    t.set(offset_of!(fi_ops_mr, regv), regv as usize);
+    t.set(offset_of!(fi_ops_mr, regattr), regattr as usize);
 }
 
 pub(crate) fn info_of(p: usize) -> MrInfo {
