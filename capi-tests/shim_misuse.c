@@ -20,7 +20,10 @@
  * FI_MR_LOCAL); and unmapped
  * (munmap of memory under an open MR) and dontneed (madvise(MADV_DONTNEED)
  * there), whose call succeeds in every mode; fork (a child exits with the
- * parent's MRs open). EXPECT_RC=any
+ * parent's MRs open); threads (THREADS threads register and close
+ * REGS_EACH MRs each on the domain at once, more threads than the shim's
+ * counters have shards: every registration is counted, none is lost).
+ * EXPECT_RC=any
  * accepts any answer (report mode: the provider's); a data-path case whose
  * call was refused also checks that nothing reached the provider: no
  * completion arrives and the local buffer is unchanged.
@@ -30,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -190,6 +194,42 @@ NOINLINE struct fid_mr *reg(int i)
 		exit(2);
 	}
 	return mr;
+}
+
+enum { THREADS = 12, REGS_EACH = 100 };
+static char tbufs[THREADS][4096];
+
+/* One thread of the threads case: registers and closes its own buffer. */
+static void *reg_close_loop(void *arg)
+{
+	long t = (long)arg;
+
+	for (int k = 0; k < REGS_EACH; k++) {
+		struct fid_mr *m = NULL;
+		int rc = fi_mr_reg(domain, tbufs[t], sizeof(tbufs[t]), FI_SEND | FI_RECV, 0,
+				   1000 + (uint64_t)t * REGS_EACH + (uint64_t)k, 0, &m, NULL);
+
+		if (rc || fi_close(&m->fid))
+			return (void *)1;
+	}
+	return NULL;
+}
+
+static int threads_case(void)
+{
+	pthread_t th[THREADS];
+	int bad = 0;
+
+	for (long t = 0; t < THREADS; t++)
+		if (pthread_create(&th[t], NULL, reg_close_loop, (void *)t))
+			return -1;
+	for (int t = 0; t < THREADS; t++) {
+		void *r;
+
+		pthread_join(th[t], &r);
+		bad |= r != NULL;
+	}
+	return bad ? -1 : 0;
 }
 
 NOINLINE int misuse_double_close(struct fid_mr *mr)
@@ -509,6 +549,10 @@ int main(int argc, char **argv)
 			     : -1;
 		printf("child=%d\n", (int)child);
 		expect = 0;
+	} else if (!strcmp(c, "threads")) {
+		rc = threads_case();
+		expect = 0;
+		fi_close(&mr->fid);
 	} else if (!strcmp(c, "unmapped") || !strcmp(c, "dontneed")) {
 		rc = unmap_case(c);
 		expect = 0;
