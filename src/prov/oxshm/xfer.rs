@@ -562,9 +562,21 @@ struct Rx {
 /// access, whose access stays in the domain's `active` count, so that
 /// region closes wait, until the initiator's share is done; or a message
 /// and its posted receive), and the outcome of the target's own share.
+///
+/// The record exists before the grant is sent: the initiator may finish its
+/// share, and its word be read by another thread draining the inbox, while
+/// this process is still copying its own. Whichever of the two ends last
+/// completes the operation ([`Xfer::settle`]).
 struct Grant {
     then: Then,
-    status: Result<()>,
+    /// The target's own share: None while it is being copied.
+    own: Option<Result<()>>,
+    /// The initiator's word on its share (the status it sent), once here.
+    peer: Option<i32>,
+    /// Given up (its initiator gone: true; this endpoint closing: false)
+    /// while this process was still copying its own share: abandoned once
+    /// that copy ends, never while it runs.
+    gone: Option<bool>,
     /// The part of this process's memory the initiator writes (a write's
     /// or a message's granted share; empty for a read): marked defined for
     /// Valgrind once written ([`copy::mark_defined`]).

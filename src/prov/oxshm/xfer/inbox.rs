@@ -540,18 +540,22 @@ impl Xfer {
             niov: granted.len() as u32,
             ..self.wire(K_GRANT)
         };
-        self.send_to(w.src(), &[g.bytes(), &iov_bytes(&granted)]);
-        let left = here.iter().map(|x| x.1).sum();
-        let status = cross_copy(w.src_pid, here, there, left, !read);
+        let grant = iov_bytes(&granted);
         lock(&self.grants).insert(
             id,
             Grant {
                 then,
-                status,
+                own: None,
+                peer: None,
+                gone: None,
                 // What the initiator writes here (none for a read).
                 written: if read { Vec::new() } else { granted },
             },
         );
+        self.send_to(w.src(), &[g.bytes(), &grant]);
+        let left = here.iter().map(|x| x.1).sum();
+        let status = cross_copy(w.src_pid, here, there, left, !read);
+        self.settle(id, |g| g.own = Some(status));
         // An initiator found gone meanwhile had its grants dropped before
         // this one existed: drop it too (the peer check adds to `dead`
         // before it drops grants).

@@ -11,15 +11,37 @@ use super::*;
 impl Xfer {
     /// Target: the initiator's share of a shared copy is done.
     pub(super) fn on_done(&self, d: &Wire) {
-        let Some(g) = lock(&self.grants).remove(&d.addr) else {
+        self.settle(d.addr, |g| g.peer = Some(d.status));
+    }
+
+    /// Records one side's end of shared copy `id` (`f`); the second to end
+    /// completes it, or abandons it if it was given up meanwhile.
+    pub(super) fn settle(&self, id: u64, f: impl FnOnce(&mut Grant)) {
+        let g = {
+            let mut grants = lock(&self.grants);
+            let Some(g) = grants.get_mut(&id) else {
+                return;
+            };
+            f(g);
+            if g.own.is_none() || (g.peer.is_none() && g.gone.is_none()) {
+                return;
+            }
+            grants.remove(&id)
+        };
+        let Some(g) = g else {
             return;
         };
-        let status = match (g.status, d.status) {
+        let (Some(own), None) = (g.own, g.gone) else {
+            self.abandon(g.then, g.gone.unwrap_or(false));
+            return;
+        };
+        let peer = g.peer.unwrap_or(0);
+        let status = match (own, peer) {
             (Ok(()), 0) => Ok(()),
             (Err(e), _) => Err(e),
             (Ok(()), s) => Err(Error::from_code(s)),
         };
-        if d.status == 0 {
+        if peer == 0 {
             mark_defined(&g.written);
         }
         self.complete_then(g.then, status);
@@ -99,7 +121,17 @@ impl Xfer {
                 .filter(|(_, x)| a.is_none_or(|a| x.then.wire().src() == *a))
                 .map(|(id, _)| *id)
                 .collect();
-            ids.into_iter().filter_map(|id| g.remove(&id)).collect()
+            let mut out = Vec::new();
+            for id in ids {
+                match g.get_mut(&id) {
+                    // Its own share is still being copied: given up when
+                    // that copy ends (Xfer::settle), not under it.
+                    Some(x) if x.own.is_none() => x.gone = Some(a.is_some()),
+                    Some(_) => out.extend(g.remove(&id)),
+                    None => {}
+                }
+            }
+            out
         };
         for g in dropped {
             self.abandon(g.then, a.is_some());
