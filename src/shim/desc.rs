@@ -184,37 +184,43 @@ pub(crate) fn insert(
     }
     prefault();
     let h = home(desc);
-    for i in 0..MAX_PROBE {
-        let s = &TABLE[(h + i) & (SLOTS - 1)];
-        let d = s.desc.load(Ordering::Relaxed);
-        if d == EMPTY {
-            break;
-        }
-        if d == desc && s.state.load(Ordering::Relaxed) & CLOSED != 0 {
-            let m = s.mr.load(Ordering::Relaxed);
-            remove((h + i) & (SLOTS - 1));
-            dropped(m);
-        }
-    }
+    // One pass along the probe sequence, to its end: the first free slot
+    // (empty, a tombstone, or a closed entry of this desc, which the new
+    // one then overwrites) takes the registration; later closed entries of
+    // this desc become tombstones.
+    let mut free = None;
     for i in 0..MAX_PROBE {
         let idx = (h + i) & (SLOTS - 1);
         let s = &TABLE[idx];
         let d = s.desc.load(Ordering::Relaxed);
-        if d == EMPTY || d == TOMB {
-            s.write(|s| {
-                s.addr.store(addr, Ordering::Relaxed);
-                s.len.store(len, Ordering::Relaxed);
-                s.access.store(access, Ordering::Relaxed);
-                s.domain.store(domain, Ordering::Relaxed);
-                s.state
-                    .store(if exact { 0 } else { SPAN_UNKNOWN }, Ordering::Relaxed);
-                s.mr.store(mr, Ordering::Relaxed);
-                s.desc.store(desc, Ordering::Relaxed);
-            });
-            return Some(idx);
+        if d == EMPTY {
+            free = free.or(Some(idx));
+            break;
+        }
+        if d == TOMB {
+            free = free.or(Some(idx));
+        } else if d == desc && s.state.load(Ordering::Relaxed) & CLOSED != 0 {
+            let m = s.mr.load(Ordering::Relaxed);
+            if free.is_none() {
+                free = Some(idx);
+            } else {
+                remove(idx);
+            }
+            dropped(m);
         }
     }
-    None
+    let idx = free?;
+    TABLE[idx].write(|s| {
+        s.addr.store(addr, Ordering::Relaxed);
+        s.len.store(len, Ordering::Relaxed);
+        s.access.store(access, Ordering::Relaxed);
+        s.domain.store(domain, Ordering::Relaxed);
+        s.state
+            .store(if exact { 0 } else { SPAN_UNKNOWN }, Ordering::Relaxed);
+        s.mr.store(mr, Ordering::Relaxed);
+        s.desc.store(desc, Ordering::Relaxed);
+    });
+    Some(idx)
 }
 
 /// Touches every page of the table once, at the first registration:
@@ -509,8 +515,34 @@ mod tests {
             judge(0xdead_0000, 9, 0x1000, 64, FI_SEND),
             Verdict::Bad(Kind::DescRange, _, 1)
         ));
+        // ... in the closed one's own slot.
+        assert_eq!(t, s);
         remove(t);
         assert_eq!(judge(0xdead_0000, 9, 0x1000, 64, FI_SEND), Verdict::Unknown);
-        let _ = s;
+    }
+
+    #[test]
+    fn insert_takes_the_first_free_slot_and_forgets_closed_ones_past_it() {
+        // Two descs with one home: a's entry, then b's, on one sequence.
+        let a = 0xbeef_0000usize;
+        let b = (a + 1..).find(|&d| home(d) == home(a)).unwrap();
+        let sa = insert(a, 0x1000, 64, true, FI_SEND, 7, 10, |_| ()).unwrap();
+        let sb = insert(b, 0x2000, 64, true, FI_SEND, 7, 11, |_| ()).unwrap();
+        assert_eq!(sb, (sa + 1) & (SLOTS - 1));
+        set_closed(sb);
+        remove(sa);
+        // b again: the tombstone a left comes first and takes it; the
+        // closed entry of b behind it is forgotten.
+        let mut gone = vec![];
+        let t = insert(b, 0x3000, 64, true, FI_SEND, 7, 12, |m| gone.push(m)).unwrap();
+        assert_eq!((t, gone), (sa, vec![11]));
+        assert_eq!(judge(b, 7, 0x3000, 64, FI_SEND), Verdict::Ok);
+        assert!(matches!(
+            judge(b, 7, 0x2000, 64, FI_SEND),
+            Verdict::Bad(Kind::DescRange, _, 1)
+        ));
+        assert_eq!(TABLE[sb].desc.load(Ordering::Relaxed), TOMB);
+        remove(t);
+        assert_eq!(judge(b, 7, 0x3000, 64, FI_SEND), Verdict::Unknown);
     }
 }

@@ -280,12 +280,21 @@ static CALLERS: [AtomicUsize; 1024] = [const { AtomicUsize::new(0) }; 1024];
 
 /// Whether the call that returns to `ra` comes from libfabric. Lock-free:
 /// a registration asks it before anything else.
+#[inline(always)]
 pub(crate) fn is_internal(ra: usize) -> bool {
     let slot = &CALLERS[(ra ^ (ra >> 10)) & (CALLERS.len() - 1)];
     let v = slot.load(Ordering::Relaxed);
     if v != 0 && v >> 1 == ra {
         return v & 1 == 1;
     }
+    classify_into(slot, ra)
+}
+
+/// A call site not yet (or no longer) in [`CALLERS`]: classified once and
+/// remembered.
+#[cold]
+#[inline(never)]
+fn classify_into(slot: &AtomicUsize, ra: usize) -> bool {
     let internal = classify(ra);
     slot.store(ra << 1 | internal as usize, Ordering::Relaxed);
     internal

@@ -11,12 +11,12 @@
 //! and are only counted.
 
 use super::eq::IN_FLIGHT;
-use super::objects::{domain_hook, DomainHook, TableCopy};
+use super::objects::{domain_hook, owner_of, DomainHook, TableCopy};
 use super::report::{Kind, MrInfo};
 use super::{desc, guard, is_internal, sampled, state, ticks};
 use crate::abi::domain::{fi_mr_attr, fi_ops_mr, fid_domain, fid_mr, FI_MR_DMABUF};
 use crate::abi::errno::{FI_EINVAL, FI_ENOSYS};
-use crate::abi::fabric::{fi_ops, fid, FI_ENABLE, FI_REFRESH};
+use crate::abi::fabric::{fi_ops, fid, FI_CLASS_DOMAIN, FI_ENABLE, FI_REFRESH};
 use libc::{c_char, c_int, c_void, iovec, size_t};
 use std::mem::{offset_of, size_of};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -233,9 +233,28 @@ pub(crate) fn orphan(live: &[usize]) {
 ///
 /// # Safety
 /// `fid` is NULL or points to a readable `struct fid`.
+#[inline(always)]
 unsafe fn app_domain<'a>(fid: *mut fid) -> Option<&'a DomainHook> {
-    // SAFETY: per the contract.
-    unsafe { domain_hook(fid as *const fid_domain) }
+    // The call came through the domain's `mr` table. When that is the
+    // shim's copy for an application's domain (its reg slot is ours), the
+    // copy's owner word names the hook: two loads instead of the lookup,
+    // which stays for anything else (a domain passed through another
+    // domain's table, tables already restored).
+    // SAFETY: per the contract; a table whose reg slot is the shim's entry
+    // is a TableCopy laid out for fi_ops_mr, and hooks are never freed.
+    unsafe {
+        if !fid.is_null() && (*fid).fclass == FI_CLASS_DOMAIN as usize {
+            let t = (*(fid as *const fid_domain)).mr;
+            if !t.is_null()
+                && (*t).reg.map(|f| f as usize) == Some(oxshim_tr_mr_reg as *const () as usize)
+            {
+                return Some(
+                    &*(owner_of(t as *const c_void, size_of::<fi_ops_mr>()) as *const DomainHook),
+                );
+            }
+        }
+        domain_hook(fid as *const fid_domain)
+    }
 }
 
 /// A registration on an async domain between the provider's call and the
@@ -245,6 +264,7 @@ struct Pending {
 }
 
 impl Pending {
+    #[inline(always)]
     fn new(h: &DomainHook) -> Pending {
         let async_reg = h.async_reg.load(Ordering::Acquire);
         if async_reg {
@@ -254,6 +274,7 @@ impl Pending {
     }
 
     /// The application's `*mr` holds the wrapper: events may name it.
+    #[inline(always)]
     fn done(&self, real: *mut fid_mr, wrapper: *mut fid_mr) {
         if self.async_reg {
             state().async_mrs.insert(real as usize, wrapper as usize);

@@ -111,7 +111,7 @@ impl TableCopy {
 ///
 /// # Safety
 /// `table` is a TableCopy's table, built with the same `ours`.
-unsafe fn owner_of(table: *const c_void, ours: usize) -> usize {
+pub(crate) unsafe fn owner_of(table: *const c_void, ours: usize) -> usize {
     // SAFETY: per the contract.
     unsafe {
         let size = *(table as *const usize);
