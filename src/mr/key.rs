@@ -126,6 +126,7 @@ impl KeyCodec {
     }
 
     /// [`KeyCodec::encode`] for any key size.
+    #[inline(never)]
     fn encode_any(&self, slot: u32, gen: u64) -> u64 {
         let p = ((gen & self.gen_mask()) << self.slot_bits) | u64::from(slot);
         let mask = (1u64 << self.half) - 1;

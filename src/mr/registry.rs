@@ -418,6 +418,7 @@ impl Registry {
         r
     }
 
+    #[inline(always)]
     fn register_inner(&self, req: &Request, total: u64) -> Result<Handle> {
         if req.iface > 0xf || (req.page_size != 0 && !req.page_size.is_power_of_two()) {
             return Err(Error::INVAL);

@@ -222,6 +222,8 @@ impl Slots {
         }
     }
 
+    #[cold]
+    #[inline(never)]
     fn fresh(&self) -> Option<(u32, &Slot)> {
         let i = self.free.fresh.fetch_add(1, Ordering::Relaxed);
         if i >= self.limit {
