@@ -15,7 +15,8 @@ impl Xfer {
     }
 
     /// Records one side's end of shared copy `id` (`f`); the second to end
-    /// completes it, or abandons it if it was given up meanwhile.
+    /// completes it, or abandons it if it was given up meanwhile
+    /// ([`settled`]).
     pub(super) fn settle(&self, id: u64, f: impl FnOnce(&mut Grant)) {
         let g = {
             let mut grants = lock(&self.grants);
@@ -23,7 +24,7 @@ impl Xfer {
                 return;
             };
             f(g);
-            if g.own.is_none() || (g.peer.is_none() && g.gone.is_none()) {
+            if settled(g.own, g.peer, g.gone) == Settled::Wait {
                 return;
             }
             grants.remove(&id)
@@ -31,20 +32,16 @@ impl Xfer {
         let Some(g) = g else {
             return;
         };
-        let (Some(own), None) = (g.own, g.gone) else {
-            self.abandon(g.then, g.gone.unwrap_or(false));
-            return;
-        };
-        let peer = g.peer.unwrap_or(0);
-        let status = match (own, peer) {
-            (Ok(()), 0) => Ok(()),
-            (Err(e), _) => Err(e),
-            (Ok(()), s) => Err(Error::from_code(s)),
-        };
-        if peer == 0 {
-            mark_defined(&g.written);
+        match settled(g.own, g.peer, g.gone) {
+            Settled::Wait => {}
+            Settled::Abandon(dead) => self.abandon(g.then, dead),
+            Settled::Complete(status) => {
+                if g.peer == Some(0) {
+                    mark_defined(&g.written);
+                }
+                self.complete_then(g.then, status);
+            }
         }
-        self.complete_then(g.then, status);
     }
 
     /// Completes what a staged transfer or a shared copy was for, once all
@@ -123,12 +120,14 @@ impl Xfer {
                 .collect();
             let mut out = Vec::new();
             for id in ids {
-                match g.get_mut(&id) {
-                    // Its own share is still being copied: given up when
-                    // that copy ends (Xfer::settle), not under it.
-                    Some(x) if x.own.is_none() => x.gone = Some(a.is_some()),
-                    Some(_) => out.extend(g.remove(&id)),
-                    None => {}
+                // Given up; abandoned now unless its own share is still
+                // being copied: then when that copy ends (Xfer::settle),
+                // not under it.
+                if let Some(x) = g.get_mut(&id) {
+                    x.gone = Some(a.is_some());
+                    if settled(x.own, x.peer, x.gone) != Settled::Wait {
+                        out.extend(g.remove(&id));
+                    }
                 }
             }
             out
@@ -480,5 +479,120 @@ impl Xfer {
         for s in ins {
             self.abandon(s.then, a.is_some());
         }
+    }
+}
+
+/// What a shared copy's record says once one side's end is in it.
+#[derive(Debug, PartialEq)]
+enum Settled {
+    /// A side has not ended: this process's own share is still being
+    /// copied, or the initiator's word is not here yet.
+    Wait,
+    /// Both ended: the status of the whole (this side's error first, then
+    /// the initiator's).
+    Complete(Result<()>),
+    /// Given up (`true`: its initiator is gone), and this process's own
+    /// copy, which the record outlived, has ended.
+    Abandon(bool),
+}
+
+/// The decision of [`Xfer::settle`] from a grant's three fields: never
+/// before this process's own share is done (its copy may still be writing
+/// the application's memory), then given up, then completed once the
+/// initiator's word is here.
+fn settled(own: Option<Result<()>>, peer: Option<i32>, gone: Option<bool>) -> Settled {
+    match (own, peer, gone) {
+        (None, _, _) | (Some(_), None, None) => Settled::Wait,
+        (Some(_), _, Some(dead)) => Settled::Abandon(dead),
+        (Some(Err(e)), Some(_), None) => Settled::Complete(Err(e)),
+        (Some(Ok(())), Some(0), None) => Settled::Complete(Ok(())),
+        (Some(Ok(())), Some(s), None) => Settled::Complete(Err(Error::from_code(s))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The three events of a grant's record, in any order.
+    #[derive(Clone, Copy, Debug)]
+    enum Ev {
+        Own(Result<()>),
+        Peer(i32),
+        Gone(bool),
+    }
+
+    /// Plays `evs` on a record as `settle` does (the record goes at the
+    /// first decision other than Wait; later events find nothing) and
+    /// returns each event's decision.
+    fn play(evs: &[Ev]) -> Vec<Option<Settled>> {
+        let (mut own, mut peer, mut gone) = (None, None, None);
+        let mut removed = false;
+        evs.iter()
+            .map(|&e| {
+                if removed {
+                    return None;
+                }
+                match e {
+                    Ev::Own(r) => own = Some(r),
+                    Ev::Peer(s) => peer = Some(s),
+                    Ev::Gone(d) => gone = Some(d),
+                }
+                let s = settled(own, peer, gone);
+                removed = s != Settled::Wait;
+                Some(s)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_shared_copy_completes_once_whichever_side_ends_last() {
+        use Settled::*;
+        // The order the lost completion needed: the initiator's word
+        // arrives while this process still copies its own share.
+        assert_eq!(
+            play(&[Ev::Peer(0), Ev::Own(Ok(()))]),
+            vec![Some(Wait), Some(Complete(Ok(())))]
+        );
+        assert_eq!(
+            play(&[Ev::Own(Ok(())), Ev::Peer(0)]),
+            vec![Some(Wait), Some(Complete(Ok(())))]
+        );
+        // Either side's failure fails the whole; this side's comes first.
+        let inval = Error::INVAL.code();
+        assert_eq!(
+            play(&[Ev::Own(Ok(())), Ev::Peer(inval)]),
+            vec![Some(Wait), Some(Complete(Err(Error::INVAL)))]
+        );
+        assert_eq!(
+            play(&[Ev::Peer(inval), Ev::Own(Err(Error::FAULT))]),
+            vec![Some(Wait), Some(Complete(Err(Error::FAULT)))]
+        );
+    }
+
+    #[test]
+    fn a_copy_given_up_is_abandoned_only_after_its_own_share_ends() {
+        use Settled::*;
+        // Given up while this process copies: nothing happens until the
+        // copy ends, then it is abandoned, not completed, and the
+        // initiator's late word finds no record.
+        assert_eq!(
+            play(&[Ev::Gone(true), Ev::Own(Ok(())), Ev::Peer(0)]),
+            vec![Some(Wait), Some(Abandon(true)), None]
+        );
+        assert_eq!(
+            play(&[Ev::Peer(0), Ev::Gone(false), Ev::Own(Ok(()))]),
+            vec![Some(Wait), Some(Wait), Some(Abandon(false))]
+        );
+        // Given up after its own share ended: abandoned at once.
+        assert_eq!(
+            play(&[Ev::Own(Ok(())), Ev::Gone(true)]),
+            vec![Some(Wait), Some(Abandon(true))]
+        );
+        // Completed first: a later give-up finds nothing to abandon.
+        assert_eq!(
+            play(&[Ev::Own(Ok(())), Ev::Peer(0), Ev::Gone(true)]),
+            vec![Some(Wait), Some(Complete(Ok(()))), None]
+        );
     }
 }
