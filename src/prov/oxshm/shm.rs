@@ -634,6 +634,11 @@ impl Segment {
         self.publish(room, Urgency::Request, fill)
     }
 
+    /// [`Segment::send_with`] for a reply ([`Urgency::Reply`]).
+    pub fn reply_with(&self, room: usize, fill: impl FnOnce(&mut [u8]) -> usize) -> Result<()> {
+        self.publish(room, Urgency::Reply, fill)
+    }
+
     fn publish(
         &self,
         room: usize,

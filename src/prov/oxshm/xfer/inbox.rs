@@ -69,6 +69,49 @@ impl Xfer {
         self.send_to(req.src(), &[w.bytes(), out]);
     }
 
+    /// Answers `req` with `len` bytes that `fill` writes straight into the
+    /// initiator's ring (no buffer between): the answer carries them when
+    /// `fill` succeeds, its error otherwise, and the outcome of `fill` is
+    /// returned. None when nothing was sent, and `fill` did not run: the
+    /// initiator's inbox is full or answers are queued before this one
+    /// (the caller answers through [`Xfer::respond`], in order), or the
+    /// initiator is gone.
+    pub(super) fn respond_direct(
+        &self,
+        req: &Wire,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]) -> Result<()>,
+    ) -> Option<Result<()>> {
+        if req.flags & W_NOACK != 0 || WIRE + len > CELL_DATA {
+            return None;
+        }
+        let d = lock(&self.deferred);
+        if !d.is_empty() {
+            return None;
+        }
+        let peer = self.peer(&req.src()).ok()?;
+        let mut outcome = None;
+        let sent = peer.seg.reply_with(WIRE + len, |cell| {
+            let (head, data) = cell.split_at_mut(WIRE);
+            let r = fill(&mut data[..len]);
+            let w = Wire {
+                op: req.op,
+                len: if r.is_ok() { len as u64 } else { 0 },
+                status: r.err().map_or(0, |e| e.code()),
+                ..self.wire(K_RESP)
+            };
+            head.copy_from_slice(w.bytes());
+            outcome = Some(r);
+            if r.is_ok() {
+                WIRE + len
+            } else {
+                WIRE
+            }
+        });
+        drop(d);
+        sent.ok().and(outcome)
+    }
+
     /// Sends a response, or queues it (in order) when the initiator's
     /// inbox is full; a response to a peer that is gone is dropped.
     pub(super) fn send_to(&self, to: Address, parts: &[&[u8]]) {
@@ -216,7 +259,9 @@ impl Xfer {
 
     /// A remote write or read: verified, then one copy (inline, or one
     /// cross-memory call), or a shared copy for a large one. `Ok(None)`:
-    /// the response is sent when the initiator's share is done.
+    /// answered already (an inline read's result, written straight into
+    /// the initiator's ring), or, for a shared copy, when the initiator's
+    /// share is done.
     pub(super) fn on_rma(&self, w: &Wire, auth: &[u8], body: &[u8]) -> Result<Option<Vec<u8>>> {
         let read = w.kind == K_READ;
         let want = if read {
@@ -228,8 +273,21 @@ impl Xfer {
         let mut out = Vec::new();
         if w.flags & W_INLINE != 0 {
             if read {
+                // The result goes from the registered memory straight into
+                // the initiator's ring: one copy, no buffer. The access is
+                // counted before the answer is published, as below.
+                let checked = !self.allocated();
+                let direct = self.respond_direct(w, w.len as usize, |buf| {
+                    own_copy(t.pieces(), buf, checked)?;
+                    self.accepted(w, &t.handle);
+                    Ok(())
+                });
+                if direct.is_some() {
+                    drop(active);
+                    return Ok(None);
+                }
                 out = vec![0u8; w.len as usize];
-                own_copy(t.pieces(), &mut out, !self.allocated())?;
+                own_copy(t.pieces(), &mut out, checked)?;
             } else {
                 if body.len() as u64 != w.len {
                     return Err(Error::INVAL);
