@@ -571,6 +571,45 @@ mod tests {
     }
 
     #[test]
+    fn every_order_of_the_three_events_decides_once() {
+        // All six orders of (own share done, initiator's word, given up):
+        // one decision, never before the own share is done; completed
+        // when both sides ended before the give-up, abandoned otherwise.
+        let evs = [Ev::Own(Ok(())), Ev::Peer(0), Ev::Gone(true)];
+        for order in [
+            [0, 1, 2],
+            [0, 2, 1],
+            [1, 0, 2],
+            [1, 2, 0],
+            [2, 0, 1],
+            [2, 1, 0],
+        ] {
+            let seq: Vec<Ev> = order.iter().map(|&i| evs[i]).collect();
+            let got = play(&seq);
+            let decided: Vec<&Settled> = got
+                .iter()
+                .flatten()
+                .filter(|s| **s != Settled::Wait)
+                .collect();
+            assert_eq!(decided.len(), 1, "{seq:?}: {got:?}");
+            let pos = |k: usize| order.iter().position(|&i| i == k).unwrap();
+            let at = got
+                .iter()
+                .position(|s| s.as_ref().is_some_and(|s| *s != Settled::Wait));
+            assert!(
+                at.unwrap() >= pos(0),
+                "{seq:?}: decided before its own share ended"
+            );
+            let want = if pos(2) > pos(0).max(pos(1)) {
+                Settled::Complete(Ok(()))
+            } else {
+                Settled::Abandon(true)
+            };
+            assert_eq!(*decided[0], want, "{seq:?}");
+        }
+    }
+
+    #[test]
     fn a_copy_given_up_is_abandoned_only_after_its_own_share_ends() {
         use Settled::*;
         // Given up while this process copies: nothing happens until the
