@@ -252,19 +252,26 @@ static inline __attribute__((always_inline)) void count(uint64_t *shards)
 		__atomic_fetch_add(&shards[OXSHIM_SHARDS - 1], 1, __ATOMIC_RELAXED);
 }
 
+/*
+ * The body of each: the provider's table and count from the copy the call
+ * came through, the count, and the provider's `slot` called with the
+ * arguments untouched (a tail call).
+ */
+#define FORWARD_INT(slot, ...)                                                 \
+	const struct oxshim_int *t = int_of(fid);                              \
+	if (!t)                                                                \
+		return -FI_EINVAL;                                             \
+	if (!t->orig->slot)                                                    \
+		return -FI_ENOSYS;                                             \
+	count(t->shards);                                                      \
+	return t->orig->slot(__VA_ARGS__);
+
 HIDDEN int oxshim_tr_mr_reg_int(struct fid *fid, const void *buf, size_t len,
 				uint64_t access, uint64_t offset,
 				uint64_t requested_key, uint64_t flags,
 				struct fid_mr **mr, void *context)
 {
-	const struct oxshim_int *t = int_of(fid);
-
-	if (!t)
-		return -FI_EINVAL;
-	if (!t->orig->reg)
-		return -FI_ENOSYS;
-	count(t->shards);
-	return t->orig->reg(fid, buf, len, access, offset, requested_key, flags, mr, context);
+	FORWARD_INT(reg, fid, buf, len, access, offset, requested_key, flags, mr, context)
 }
 
 HIDDEN int oxshim_tr_mr_regv_int(struct fid *fid, const struct iovec *iov,
@@ -272,27 +279,13 @@ HIDDEN int oxshim_tr_mr_regv_int(struct fid *fid, const struct iovec *iov,
 				 uint64_t requested_key, uint64_t flags,
 				 struct fid_mr **mr, void *context)
 {
-	const struct oxshim_int *t = int_of(fid);
-
-	if (!t)
-		return -FI_EINVAL;
-	if (!t->orig->regv)
-		return -FI_ENOSYS;
-	count(t->shards);
-	return t->orig->regv(fid, iov, count_, access, offset, requested_key, flags, mr, context);
+	FORWARD_INT(regv, fid, iov, count_, access, offset, requested_key, flags, mr, context)
 }
 
 HIDDEN int oxshim_tr_mr_regattr_int(struct fid *fid, const struct fi_mr_attr *attr,
 				    uint64_t flags, struct fid_mr **mr)
 {
-	const struct oxshim_int *t = int_of(fid);
-
-	if (!t)
-		return -FI_EINVAL;
-	if (!t->orig->regattr)
-		return -FI_ENOSYS;
-	count(t->shards);
-	return t->orig->regattr(fid, attr, flags, mr);
+	FORWARD_INT(regattr, fid, attr, flags, mr)
 }
 
 HIDDEN int oxshim_tr_mr_close(struct fid *fid)
