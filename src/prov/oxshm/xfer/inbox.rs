@@ -333,12 +333,13 @@ impl Xfer {
     }
 
     /// The initiator's share of a shared copy of `len` bytes: all of it
-    /// when this process may not copy (`!mine`); below [`HALVES_MIN`], or
-    /// with more requests waiting in the inbox, whole operations in turn
-    /// (each process makes one system call per operation it copies, and
-    /// the two still copy at once); otherwise page-aligned halves, the
-    /// initiator taking the first, so that a lone large operation finishes
-    /// in half the time. 0: this process copies it all.
+    /// when this process may not copy (`!mine`); with more requests
+    /// waiting in the inbox (or below [`HALVES_MIN`], which a shared copy
+    /// reaches only in a stream), whole operations in turn (each process
+    /// makes one system call per operation it copies, and the two still
+    /// copy at once); otherwise page-aligned halves, the initiator taking
+    /// the first, so that a lone large operation finishes sooner. 0: this
+    /// process copies it all.
     pub(super) fn initiator_share(&self, len: u64, mine: bool) -> u64 {
         if !mine {
             len
