@@ -197,6 +197,24 @@ HIDDEN int oxshim_tr_mr_regattr(struct fid *fid, const struct fi_mr_attr *attr,
 }
 
 /*
+ * Where a table copy of the shim's keeps its owner word (the hook that
+ * installed it): after the provider's slots, their size rounded up to
+ * `ours` (the table's size in these headers) and to a word, as
+ * src/shim/objects.rs (TableCopy, owner_of) lays it out.
+ */
+static inline const uintptr_t *owner_word(const void *table, size_t ours)
+{
+	size_t size = *(const size_t *)table;
+
+	return (const uintptr_t *)table + ((size > ours ? size : ours) + 7) / 8;
+}
+
+static inline const void *owner_of(const void *table, size_t ours)
+{
+	return (const void *)*owner_word(table, ours);
+}
+
+/*
  * The registration entries of a domain libfabric opened itself (rxm's tcp
  * domain), whose calls are all libfabric's own: each counts the call and
  * hands it, arguments untouched, to the provider's table (a tail call).
@@ -215,13 +233,11 @@ struct oxshim_int {
 static inline const struct oxshim_int *int_of(const struct fid *fid)
 {
 	const struct fi_ops_mr *t;
-	size_t size;
 
 	if (!fid || fid->fclass != FI_CLASS_DOMAIN)
 		return NULL;
 	t = ((const struct fid_domain *)fid)->mr;
-	size = t->size > sizeof(*t) ? t->size : sizeof(*t);
-	return (const struct oxshim_int *)((const uintptr_t *)t + (size + 7) / 8);
+	return (const struct oxshim_int *)owner_word(t, sizeof(*t));
 }
 
 /*
@@ -338,8 +354,8 @@ struct oxshim_ep {
 HIDDEN const struct oxshim_ep *oxshim_rs_dp(void *ra, struct fid_ep *ep, const char *call,
 					    const struct oxshim_seg *segs, size_t n);
 
-HIDDEN const struct oxshim_ep *oxshim_rs_dp1(struct fid_ep *ep, const void *buf, size_t len,
-					     void *desc, uint64_t access);
+HIDDEN const struct oxshim_ep *oxshim_rs_dp1(const void *hint, struct fid_ep *ep, const void *buf,
+					     size_t len, void *desc, uint64_t access);
 
 #define BUF(p, len, d, acc) { (p), (len), (d), (acc), SEG_BUF, 0, 0 }
 #define IOV(v, cnt, d, acc, inj) { (v), (cnt), (void *)(d), (acc), SEG_IOV, (inj), 0 }
@@ -356,10 +372,17 @@ HIDDEN const struct oxshim_ep *oxshim_rs_dp1(struct fid_ep *ep, const void *buf,
  * One local buffer (the plain forms): oxshim_rs_dp1 answers the common
  * case, a known endpoint and a buffer that passes, without building the
  * segment; anything else takes the whole path, which checks again and
- * records what it finds.
+ * records what it finds. The call came through ep->tab; when that table's
+ * `slot` is this very entry, it is the shim's copy, and its owner word
+ * names the endpoint's hook (a hint Rust checks against `ep`): the hook is
+ * found from lines the call itself just read, not from the lookup table.
  */
-#define CHECK1(name, p, len, d, acc)                                           \
-	const struct oxshim_ep *h = oxshim_rs_dp1(ep, (p), (len), (d), (acc)); \
+#define CHECK1(name, tab, slot, p, len, d, acc)                                \
+	const struct oxshim_ep *h = oxshim_rs_dp1(                             \
+		ep->tab->slot == oxshim_tr_##tab##_##slot                       \
+			? owner_of(ep->tab, sizeof(*ep->tab))                  \
+			: NULL,                                                \
+		ep, (p), (len), (d), (acc));                                   \
 	if (__builtin_expect(!h, 0)) {                                         \
 		const struct oxshim_seg s[] = { BUF(p, len, d, acc) };         \
 		h = oxshim_rs_dp(RA, ep, name, s, 1);                          \
@@ -371,7 +394,7 @@ HIDDEN const struct oxshim_ep *oxshim_rs_dp1(struct fid_ep *ep, const void *buf,
 HIDDEN ssize_t oxshim_tr_msg_recv(struct fid_ep *ep, void *buf, size_t len, void *desc,
 				  fi_addr_t src_addr, void *context)
 {
-	CHECK1("fi_recv", buf, len, desc, FI_RECV)
+	CHECK1("fi_recv", msg, recv, buf, len, desc, FI_RECV)
 	return h->msg->recv(ep, buf, len, desc, src_addr, context);
 }
 
@@ -392,7 +415,7 @@ HIDDEN ssize_t oxshim_tr_msg_recvmsg(struct fid_ep *ep, const struct fi_msg *msg
 HIDDEN ssize_t oxshim_tr_msg_send(struct fid_ep *ep, const void *buf, size_t len, void *desc,
 				  fi_addr_t dest_addr, void *context)
 {
-	CHECK1("fi_send", buf, len, desc, FI_SEND)
+	CHECK1("fi_send", msg, send, buf, len, desc, FI_SEND)
 	return h->msg->send(ep, buf, len, desc, dest_addr, context);
 }
 
@@ -413,7 +436,7 @@ HIDDEN ssize_t oxshim_tr_msg_sendmsg(struct fid_ep *ep, const struct fi_msg *msg
 HIDDEN ssize_t oxshim_tr_msg_senddata(struct fid_ep *ep, const void *buf, size_t len, void *desc,
 				      uint64_t data, fi_addr_t dest_addr, void *context)
 {
-	CHECK1("fi_senddata", buf, len, desc, FI_SEND)
+	CHECK1("fi_senddata", msg, senddata, buf, len, desc, FI_SEND)
 	return h->msg->senddata(ep, buf, len, desc, data, dest_addr, context);
 }
 
@@ -422,7 +445,7 @@ HIDDEN ssize_t oxshim_tr_tagged_recv(struct fid_ep *ep, void *buf, size_t len, v
 				     fi_addr_t src_addr, uint64_t tag, uint64_t ignore,
 				     void *context)
 {
-	CHECK1("fi_trecv", buf, len, desc, FI_RECV)
+	CHECK1("fi_trecv", tagged, recv, buf, len, desc, FI_RECV)
 	return h->tagged->recv(ep, buf, len, desc, src_addr, tag, ignore, context);
 }
 
@@ -445,7 +468,7 @@ HIDDEN ssize_t oxshim_tr_tagged_recvmsg(struct fid_ep *ep, const struct fi_msg_t
 HIDDEN ssize_t oxshim_tr_tagged_send(struct fid_ep *ep, const void *buf, size_t len, void *desc,
 				     fi_addr_t dest_addr, uint64_t tag, void *context)
 {
-	CHECK1("fi_tsend", buf, len, desc, FI_SEND)
+	CHECK1("fi_tsend", tagged, send, buf, len, desc, FI_SEND)
 	return h->tagged->send(ep, buf, len, desc, dest_addr, tag, context);
 }
 
@@ -469,7 +492,7 @@ HIDDEN ssize_t oxshim_tr_tagged_senddata(struct fid_ep *ep, const void *buf, siz
 					 void *desc, uint64_t data, fi_addr_t dest_addr,
 					 uint64_t tag, void *context)
 {
-	CHECK1("fi_tsenddata", buf, len, desc, FI_SEND)
+	CHECK1("fi_tsenddata", tagged, senddata, buf, len, desc, FI_SEND)
 	return h->tagged->senddata(ep, buf, len, desc, data, dest_addr, tag, context);
 }
 
@@ -478,7 +501,7 @@ HIDDEN ssize_t oxshim_tr_tagged_senddata(struct fid_ep *ep, const void *buf, siz
 HIDDEN ssize_t oxshim_tr_rma_read(struct fid_ep *ep, void *buf, size_t len, void *desc,
 				  fi_addr_t src_addr, uint64_t addr, uint64_t key, void *context)
 {
-	CHECK1("fi_read", buf, len, desc, FI_READ)
+	CHECK1("fi_read", rma, read, buf, len, desc, FI_READ)
 	return h->rma->read(ep, buf, len, desc, src_addr, addr, key, context);
 }
 
@@ -501,7 +524,7 @@ HIDDEN ssize_t oxshim_tr_rma_readmsg(struct fid_ep *ep, const struct fi_msg_rma 
 HIDDEN ssize_t oxshim_tr_rma_write(struct fid_ep *ep, const void *buf, size_t len, void *desc,
 				   fi_addr_t dest_addr, uint64_t addr, uint64_t key, void *context)
 {
-	CHECK1("fi_write", buf, len, desc, FI_WRITE)
+	CHECK1("fi_write", rma, write, buf, len, desc, FI_WRITE)
 	return h->rma->write(ep, buf, len, desc, dest_addr, addr, key, context);
 }
 
@@ -525,7 +548,7 @@ HIDDEN ssize_t oxshim_tr_rma_writedata(struct fid_ep *ep, const void *buf, size_
 				       void *desc, uint64_t data, fi_addr_t dest_addr,
 				       uint64_t addr, uint64_t key, void *context)
 {
-	CHECK1("fi_writedata", buf, len, desc, FI_WRITE)
+	CHECK1("fi_writedata", rma, writedata, buf, len, desc, FI_WRITE)
 	return h->rma->writedata(ep, buf, len, desc, data, dest_addr, addr, key, context);
 }
 

@@ -105,19 +105,25 @@ pub(crate) fn patch_domain_ops(t: &mut TableCopy) {
 }
 
 /// One hooked endpoint. The head is read by entry.c (`struct oxshim_ep`):
-/// the provider's tables, where the entries forward.
-#[repr(C)]
+/// the provider's tables, where the entries forward. What a data-path
+/// check reads (`ep`, `domain`, `mr_local`) shares that first cache line,
+/// so a checked call touches the hook's one line and the desc's slot.
+#[repr(C, align(64))]
 pub struct EpHook {
     pub msg: *mut fi_ops_msg,
     pub tagged: *mut fi_ops_tagged,
     pub rma: *mut fi_ops_rma,
     pub atomic: *mut fi_ops_atomic,
-    pub(crate) ops: *mut fi_ops_ep,
-    pub(crate) fid_ops: *mut fi_ops,
     pub(crate) ep: *mut fid_ep,
     pub(crate) domain: *const DomainHook,
+    /// The domain's [`DomainHook::mr_local`].
+    mr_local: bool,
+    pub(crate) ops: *mut fi_ops_ep,
+    pub(crate) fid_ops: *mut fi_ops,
     copies: Copies,
 }
+
+const _: () = assert!(std::mem::offset_of!(EpHook, mr_local) < 64);
 
 #[derive(Default)]
 struct Copies {
@@ -244,6 +250,7 @@ unsafe fn hook_ep(ep: *mut fid_ep, dom: &DomainHook) {
             fid_ops: std::ptr::null_mut(),
             ep: std::ptr::null_mut(),
             domain: dom,
+            mr_local: dom.mr_local,
             copies: Copies::default(),
         })),
     };
@@ -277,6 +284,7 @@ unsafe fn hook_ep(ep: *mut fid_ep, dom: &DomainHook) {
             fid_ops: e.fid.ops,
             ep,
             domain: dom,
+            mr_local: dom.mr_local,
             copies: c,
         }
     };
@@ -656,17 +664,31 @@ pub unsafe extern "C" fn oxshim_rs_dp(
 /// with nothing to record, else NULL, and the entry then takes the whole
 /// path through [`oxshim_rs_dp`], which checks again and records what it
 /// finds. It only reads; a panic (none is known) answers NULL too.
+///
+/// `hint` is the owner word of the table the call came through when that
+/// table is one of the shim's copies (entry.c checks that its slot is the
+/// entry itself), else NULL. A hook is trusted only for the endpoint it
+/// holds; anything else takes the lookup ([`ep_find`]).
+///
+/// # Safety
+/// `hint` is NULL or a hook's address (a table copy's owner word).
 #[unsafe(no_mangle)]
-pub extern "C" fn oxshim_rs_dp1(
+pub unsafe extern "C" fn oxshim_rs_dp1(
+    hint: *const EpHook,
     ep: *mut fid_ep,
     buf: *const c_void,
     len: usize,
     d: *mut c_void,
     need: u64,
 ) -> *const EpHook {
-    catch_unwind(AssertUnwindSafe(|| match ep_find(ep) {
-        Some(h) if passes(h, buf as usize, len, d, need, false) => h as *const EpHook,
-        _ => std::ptr::null(),
+    catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: a table copy's owner word is a hook, and hooks are never
+        // freed (one reused for another endpoint holds that one's `ep`).
+        let hinted = (!hint.is_null()).then(|| unsafe { &*hint });
+        match hinted.filter(|h| h.ep == ep).or_else(|| ep_find(ep)) {
+            Some(h) if passes(h, buf as usize, len, d, need, false) => h as *const EpHook,
+            _ => std::ptr::null(),
+        }
     }))
     .unwrap_or(std::ptr::null())
 }
@@ -764,7 +786,7 @@ fn passes(h: &EpHook, addr: usize, len: usize, d: *mut c_void, need: u64, inject
     if len == 0 {
         return true;
     }
-    let mr_local = h.domain().mr_local;
+    let mr_local = h.mr_local;
     if d.is_null() {
         return inject || !mr_local;
     }
