@@ -5,12 +5,12 @@
 //! inaccessible when a peer's access arrives; the target must then fail the
 //! access (-FI_EFAULT), not crash. A `process_vm_readv`/`writev` on the
 //! process itself does that, at the price of a system call per copy, which
-//! is most of the cost of an 8-byte write. Here the copy is one `rep movsb`
-//! at a known address; a SIGSEGV or SIGBUS handler that finds the fault at
-//! that instruction resumes the copy routine at its fixup, which returns
-//! the bytes left uncopied. Every other fault goes to the handler that was
-//! installed before ours (or takes the default action), so the process sees
-//! its own faults as before.
+//! is most of the cost of an 8-byte write. Here the copy is a short loop of
+//! loads and stores at known addresses; a SIGSEGV or SIGBUS handler that
+//! finds the fault inside it resumes the routine at its fixup, which
+//! returns the bytes left uncopied. Every other fault goes to the handler
+//! that was installed before ours (or takes the default action), so the
+//! process sees its own faults as before.
 //!
 //! The handler is installed the first time it is needed. A program that
 //! installs its own SIGSEGV or SIGBUS handler later displaces ours: the
@@ -31,21 +31,81 @@ mod imp {
     use std::sync::OnceLock;
 
     // dst in rdi, src in rsi, len in rdx; returns in rax the bytes not
-    // copied. The direction flag is clear at every call (SysV ABI). On a
-    // fault at the `rep movsb`, rcx holds the bytes left.
+    // copied. rcx counts the bytes not yet copied, at the granularity of
+    // the step under way: a fault at any load or store between
+    // `oxshm_safe_copy` and `oxshm_safe_copy_fixup` resumes at the fixup,
+    // which returns rcx (the bytes of the interrupted step count as not
+    // copied; some of them may have been). From 64 bytes: 16 bytes copied
+    // unaligned, then the destination aligned to 16 (the few bytes copied
+    // twice are the same), 64 bytes a step with SSE2 (baseline x86-64),
+    // then 8-byte and 1-byte steps for the tail.
+    //
+    // Not `rep movsb`, which this used before: where the CPU lacks fast
+    // string moves (ERMS, as on the AMD EPYC VMs this was measured on)
+    // the microcode copies a byte at a time when source and destination
+    // are not equally aligned: 16 KiB in 10-14 us against memcpy's 0.5,
+    // 4 KiB in 2.5 us against 0.12, 64 bytes in 88 ns against 5. This
+    // loop keeps within a few percent of glibc's memcpy from 8 bytes to
+    // 64 KiB at every alignment measured.
     std::arch::global_asm!(
         ".pushsection .text.oxshm_safe_copy,\"ax\",@progbits",
         ".globl oxshm_safe_copy",
         ".hidden oxshm_safe_copy",
-        ".globl oxshm_safe_copy_insn",
-        ".hidden oxshm_safe_copy_insn",
         ".globl oxshm_safe_copy_fixup",
         ".hidden oxshm_safe_copy_fixup",
         ".type oxshm_safe_copy,@function",
+        ".p2align 4",
         "oxshm_safe_copy:",
         "mov rcx, rdx",
-        "oxshm_safe_copy_insn:",
-        "rep movsb",
+        "cmp rcx, 64",
+        "jb 22f",
+        "movdqu xmm0, [rsi]",
+        "movdqu [rdi], xmm0",
+        "mov rax, rdi",
+        "neg rax",
+        "and rax, 15",
+        "add rsi, rax",
+        "add rdi, rax",
+        "sub rcx, rax",
+        "cmp rcx, 64",
+        "jb 22f",
+        ".p2align 4",
+        "21:",
+        "movdqu xmm0, [rsi]",
+        "movdqu xmm1, [rsi + 16]",
+        "movdqu xmm2, [rsi + 32]",
+        "movdqu xmm3, [rsi + 48]",
+        "movdqa [rdi], xmm0",
+        "movdqa [rdi + 16], xmm1",
+        "movdqa [rdi + 32], xmm2",
+        "movdqa [rdi + 48], xmm3",
+        "add rsi, 64",
+        "add rdi, 64",
+        "sub rcx, 64",
+        "cmp rcx, 64",
+        "jae 21b",
+        "22:",
+        "cmp rcx, 8",
+        "jb 24f",
+        "23:",
+        "mov rax, [rsi]",
+        "mov [rdi], rax",
+        "add rsi, 8",
+        "add rdi, 8",
+        "sub rcx, 8",
+        "cmp rcx, 8",
+        "jae 23b",
+        "24:",
+        "test rcx, rcx",
+        "jz 26f",
+        "25:",
+        "mov al, [rsi]",
+        "mov [rdi], al",
+        "inc rsi",
+        "inc rdi",
+        "dec rcx",
+        "jnz 25b",
+        "26:",
         "xor eax, eax",
         "ret",
         "oxshm_safe_copy_fixup:",
@@ -57,7 +117,6 @@ mod imp {
 
     extern "C" {
         fn oxshm_safe_copy(dst: *mut u8, src: *const u8, len: usize) -> usize;
-        static oxshm_safe_copy_insn: u8;
         static oxshm_safe_copy_fixup: u8;
     }
 
@@ -65,9 +124,10 @@ mod imp {
     static PREV: [OnceLock<libc::sigaction>; 2] = [OnceLock::new(), OnceLock::new()];
     const SIGNALS: [c_int; 2] = [libc::SIGSEGV, libc::SIGBUS];
 
-    /// Only the addresses of the labels are taken.
-    fn insn() -> usize {
-        std::ptr::addr_of!(oxshm_safe_copy_insn) as usize
+    /// Only the addresses of the labels are taken: the copy's loads and
+    /// stores lie in `start()..fixup()`.
+    fn start() -> usize {
+        oxshm_safe_copy as *const () as usize
     }
 
     fn fixup() -> usize {
@@ -83,7 +143,7 @@ mod imp {
         // ucontext_t; only its instruction pointer is read and written.
         let uc = unsafe { &mut *(ctx as *mut libc::ucontext_t) };
         let ip = &mut uc.uc_mcontext.gregs[libc::REG_RIP as usize];
-        if *ip as usize == insn() {
+        if (start()..fixup()).contains(&(*ip as usize)) {
             *ip = fixup() as i64;
             return;
         }
@@ -232,4 +292,108 @@ pub fn check() {
 pub unsafe fn copy(dst: *mut u8, src: *const u8, len: usize) -> usize {
     // SAFETY: per the contract.
     unsafe { imp::copy(dst, src, len) }
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::*;
+
+    /// Every length up to 200 bytes and a few larger ones, at every pair of
+    /// source and destination alignments within 16 bytes: the bytes land
+    /// exactly, none around them changes, and nothing is reported left.
+    #[test]
+    fn copies_every_length_and_alignment_exactly() {
+        assert!(available());
+        let src: Vec<u8> = (0..20_000u32).map(|i| (i * 7 + 3) as u8).collect();
+        let lens = (0..=200).chain([255, 256, 257, 4095, 4096, 4097, 16_384 + 7]);
+        for len in lens {
+            for so in 0..16 {
+                for d_o in 0..16 {
+                    let mut dst = vec![0xEEu8; len + 64];
+                    // SAFETY: both ranges are inside their vectors.
+                    let left =
+                        unsafe { copy(dst.as_mut_ptr().add(d_o), src.as_ptr().add(so), len) };
+                    assert_eq!(left, 0, "len {len} src+{so} dst+{d_o}");
+                    assert_eq!(&dst[d_o..d_o + len], &src[so..so + len]);
+                    assert!(dst[..d_o].iter().all(|&b| b == 0xEE));
+                    assert!(dst[d_o + len..].iter().all(|&b| b == 0xEE));
+                }
+            }
+        }
+    }
+
+    /// Two pages, the second inaccessible.
+    struct Guarded(*mut u8);
+
+    impl Guarded {
+        fn new() -> Guarded {
+            // SAFETY: a fresh anonymous mapping, its second page then
+            // made inaccessible.
+            unsafe {
+                let p = libc::mmap(
+                    std::ptr::null_mut(),
+                    8192,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                );
+                assert_ne!(p, libc::MAP_FAILED);
+                assert_eq!(
+                    libc::mprotect((p as *mut u8).add(4096).cast(), 4096, libc::PROT_NONE),
+                    0
+                );
+                Guarded(p as *mut u8)
+            }
+        }
+    }
+
+    impl Drop for Guarded {
+        fn drop(&mut self) {
+            // SAFETY: the mapping made in `new`.
+            unsafe { libc::munmap(self.0.cast(), 8192) };
+        }
+    }
+
+    /// A copy that runs into an inaccessible page, on either side, stops
+    /// there: it reports at least the bytes past the boundary as left, and
+    /// the bytes it reports copied are the source's.
+    #[test]
+    fn a_fault_on_either_side_stops_the_copy_and_reports_the_bytes_left() {
+        assert!(available());
+        let g = Guarded::new();
+        let data: Vec<u8> = (0..4096u32).map(|i| (i * 13 + 1) as u8).collect();
+        for (before, len) in [
+            (100usize, 300usize),
+            (8, 9),
+            (64, 200),
+            (1, 1000),
+            (4000, 4096),
+        ] {
+            // Reading: the source crosses into the inaccessible page.
+            // SAFETY: `before` bytes before the boundary are accessible.
+            let src = unsafe { g.0.add(4096 - before) };
+            // SAFETY: as above.
+            unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), src, before) };
+            let mut out = vec![0u8; len];
+            // SAFETY: the destination is ours; the source faults past
+            // `before` bytes, which the copy catches.
+            let left = unsafe { copy(out.as_mut_ptr(), src, len) };
+            assert!(
+                left >= len - before && left <= len,
+                "read {before}+{len}: {left}"
+            );
+            assert_eq!(&out[..len - left], &data[..len - left]);
+            // Writing: the destination crosses into it.
+            // SAFETY: as above, the destination faulting instead.
+            let left = unsafe { copy(src, data.as_ptr(), len) };
+            assert!(
+                left >= len - before && left <= len,
+                "write {before}+{len}: {left}"
+            );
+            // SAFETY: the bytes reported copied are accessible.
+            let got = unsafe { std::slice::from_raw_parts(src, len - left) };
+            assert_eq!(got, &data[..len - left]);
+        }
+    }
 }
