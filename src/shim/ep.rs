@@ -898,3 +898,76 @@ fn bad(
         .report
         .finding(kind, ra, h.domain().stats, info, what);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hook_for(ep: *mut fid_ep) -> EpHook {
+        EpHook {
+            msg: std::ptr::null_mut(),
+            tagged: std::ptr::null_mut(),
+            rma: std::ptr::null_mut(),
+            atomic: std::ptr::null_mut(),
+            ep,
+            domain: std::ptr::null(),
+            mr_local: true,
+            ops: std::ptr::null_mut(),
+            fid_ops: std::ptr::null_mut(),
+            copies: Copies::default(),
+        }
+    }
+
+    /// A table's owner word is trusted only for the endpoint its hook
+    /// holds: a hook that holds another endpoint (reused, or reached
+    /// through another endpoint's table) sends the call to the lookup,
+    /// which knows neither endpoint here, so the call takes the whole path.
+    #[test]
+    fn a_hint_counts_only_for_its_own_endpoint() {
+        let (mut a, mut b) = (0u64, 0u64);
+        let (ea, eb) = (
+            &mut a as *mut u64 as *mut fid_ep,
+            &mut b as *mut u64 as *mut fid_ep,
+        );
+        let h = hook_for(ea);
+        let buf = [0u8; 8];
+        // An empty buffer passes whatever its desc: only the endpoint
+        // decides here.
+        // SAFETY: the hint is a hook that outlives the calls.
+        let own = unsafe {
+            oxshim_rs_dp1(
+                &h,
+                ea,
+                buf.as_ptr().cast(),
+                0,
+                std::ptr::null_mut(),
+                FI_RECV,
+            )
+        };
+        assert_eq!(own, &h as *const EpHook);
+        // SAFETY: as above.
+        let other = unsafe {
+            oxshim_rs_dp1(
+                &h,
+                eb,
+                buf.as_ptr().cast(),
+                0,
+                std::ptr::null_mut(),
+                FI_RECV,
+            )
+        };
+        assert!(other.is_null());
+        // SAFETY: a NULL hint.
+        let none = unsafe {
+            oxshim_rs_dp1(
+                std::ptr::null(),
+                ea,
+                buf.as_ptr().cast(),
+                0,
+                std::ptr::null_mut(),
+                FI_RECV,
+            )
+        };
+        assert!(none.is_null());
+    }
+}
