@@ -169,6 +169,7 @@ fn home(desc: usize) -> usize {
 /// a provider that reuses a few descs (oxshm's slots, malloc'd objects)
 /// would pile up quarantined entries on one probe sequence.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 pub(crate) fn insert(
     desc: usize,
     addr: usize,
@@ -184,10 +185,15 @@ pub(crate) fn insert(
     }
     prefault();
     let h = home(desc);
-    // One pass along the probe sequence, to its end: the first free slot
-    // (empty, a tombstone, or a closed entry of this desc, which the new
-    // one then overwrites) takes the registration; later closed entries of
-    // this desc become tombstones.
+    // One pass along the probe sequence: the first free slot (empty, a
+    // tombstone, or a closed entry of this desc, which the new one then
+    // overwrites) takes the registration. A closed entry of this desc
+    // found first ends the walk; past a tombstone the walk goes on to the
+    // end, and the closed entries of this desc it meets become tombstones.
+    // Several entries of one desc exist only where the provider gave it to
+    // several live registrations at once; then closed ones may stay behind
+    // the entry the walk stopped at, until later registrations of the desc
+    // take them.
     let mut free = None;
     for i in 0..MAX_PROBE {
         let idx = (h + i) & (SLOTS - 1);
@@ -201,12 +207,15 @@ pub(crate) fn insert(
             free = free.or(Some(idx));
         } else if d == desc && s.state.load(Ordering::Relaxed) & CLOSED != 0 {
             let m = s.mr.load(Ordering::Relaxed);
-            if free.is_none() {
-                free = Some(idx);
-            } else {
-                remove(idx);
-            }
             dropped(m);
+            if free.is_none() {
+                // The common case (a provider reusing the desc of a
+                // registration closed earlier): the entry is overwritten
+                // in place and the walk stops there.
+                free = Some(idx);
+                break;
+            }
+            remove(idx);
         }
     }
     let idx = free?;
@@ -519,6 +528,35 @@ mod tests {
         assert_eq!(t, s);
         remove(t);
         assert_eq!(judge(0xdead_0000, 9, 0x1000, 64, FI_SEND), Verdict::Unknown);
+    }
+
+    #[test]
+    fn a_closed_entry_of_the_desc_found_first_is_taken_and_ends_the_walk() {
+        // A provider that gave one desc to two live registrations.
+        let d = 0xcafe_0000usize;
+        let s1 = insert(d, 0x1000, 64, true, FI_SEND, 5, 20, |_| ()).unwrap();
+        let s2 = insert(d, 0x2000, 64, true, FI_SEND, 5, 21, |_| ()).unwrap();
+        assert_eq!(s2, (s1 + 1) & (SLOTS - 1));
+        set_closed(s1);
+        set_closed(s2);
+        // The next registration of d overwrites the first and stops there:
+        // only that one is forgotten; the second stays, closed.
+        let mut gone = vec![];
+        let t = insert(d, 0x3000, 64, true, FI_SEND, 5, 22, |m| gone.push(m)).unwrap();
+        assert_eq!((t, gone), (s1, vec![20]));
+        assert_eq!(judge(d, 5, 0x3000, 64, FI_SEND), Verdict::Ok);
+        assert!(matches!(
+            judge(d, 5, 0x2000, 64, FI_SEND),
+            Verdict::Bad(Kind::DescClosedMr, View { mr: 21, .. }, 2)
+        ));
+        // The one after takes the closed entry left behind.
+        let mut gone = vec![];
+        let u = insert(d, 0x4000, 64, true, FI_SEND, 5, 23, |m| gone.push(m)).unwrap();
+        assert_eq!((u, gone), (s2, vec![21]));
+        assert_eq!(judge(d, 5, 0x4000, 64, FI_SEND), Verdict::Ok);
+        remove(t);
+        remove(u);
+        assert_eq!(judge(d, 5, 0x3000, 64, FI_SEND), Verdict::Unknown);
     }
 
     #[test]

@@ -295,6 +295,7 @@ impl Drop for Pending {
 /// # Safety
 /// `real` is the provider's new MR on `h`'s domain.
 #[allow(clippy::too_many_arguments)]
+#[inline(always)]
 unsafe fn wrap(
     h: &DomainHook,
     real: *mut fid_mr,
