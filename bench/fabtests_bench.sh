@@ -47,6 +47,10 @@ BIN=$OUT/bin
 mkdir -p "$BIN"
 . bench/stale_shm.sh
 for p in "$UP"/ft/bin/fi_*; do ln -sf "$p" "$BIN/x${p##*/fi_}"; done
+# The host's own rate between two processes, measured before each run
+# (bench/xcore_probe.c): bimodal on the VMs measured here, and the table's
+# bounce-buffer cells move with it.
+cc -std=c11 -O2 -Wall -Wextra -Werror -o "$OUT/xcore_probe" bench/xcore_probe.c
 
 # ----------------------------------------------------------- what runs ----
 
@@ -86,6 +90,7 @@ run() {
 	local prog=$BIN/x${c[0]} args=("${c[@]:1}") log=$OUT/$b.$lib.$round
 	port=$((port + 1))
 	clean_stale_shm
+	"$OUT/xcore_probe" 10000 | sed -n "s/^xcore_mbs=/$b\t$lib\t$round\t/p" >>"$OUT/probe.tsv" || true
 	LD_LIBRARY_PATH=$libdir timeout 300 "$prog" -p "$prov" "${args[@]}" -B $port \
 		-s 127.0.0.1 >"$log.server" 2>&1 &
 	local s=$!
@@ -128,6 +133,7 @@ if [ -n "$others" ]; then
 	echo "fabtests_bench: WARNING: other work is running ($others); the figures will be noisy" >&2
 fi
 : >"$OUT/raw.tsv"
+: >"$OUT/probe.tsv"
 for ((r = 1; r <= ROUNDS; r++)); do
 	order=("${libs[@]}")
 	if [ $((r % 2)) -eq 0 ]; then
@@ -147,9 +153,9 @@ done
 names=()
 for l in "${libs[@]}"; do names+=("${l%%|*}"); done
 echo "fabtests_bench: load average $load0 at the start, $(cut -d' ' -f1 /proc/loadavg) at the end${others:+; other work at the start: $others}"
-python3 - "$OUT/raw.tsv" "${names[@]}" <<'EOF' | tee "$OUT/fabtests.md"
+python3 - "$OUT/raw.tsv" "$OUT/probe.tsv" "${names[@]}" <<'EOF' | tee "$OUT/fabtests.md"
 import sys, statistics, collections
-raw, libs = sys.argv[1], sys.argv[2:]
+raw, probe, libs = sys.argv[1], sys.argv[2], sys.argv[3:]
 vals = collections.defaultdict(list)
 order = []
 for line in open(raw):
@@ -200,4 +206,19 @@ for b, n in order:
 print()
 print(f"fabtests_bench: {passed} targets met, {missed} missed (medians of rounds; "
       f"bandwidth in MB/s = 1e6 bytes/s, latency in us per transfer, as fabtests prints them)")
+# The host probe before each run, per library: where the libraries' runs
+# met different host rates, their ratios say more about the host.
+probes = collections.defaultdict(list)
+for line in open(probe):
+    b, lib, r, v = line.rstrip("\n").split("\t")
+    probes[lib].append(float(v))
+parts = []
+for l in libs:
+    vs = probes.get(l)
+    if vs:
+        parts.append(f"{l} median {statistics.median(vs):.0f} MB/s "
+                     f"({min(vs):.0f}-{max(vs):.0f} over {len(vs)} runs)")
+if parts:
+    print("fabtests_bench: host probe before each run (bench/xcore_probe.c, 16 KiB messages "
+          "through a two-process ring, no libfabric): " + "; ".join(parts))
 EOF
