@@ -157,6 +157,7 @@ python3 - "$OUT/raw.tsv" "$OUT/probe.tsv" "${names[@]}" <<'EOF' | tee "$OUT/fabt
 import sys, statistics, collections
 raw, probe, libs = sys.argv[1], sys.argv[2], sys.argv[3:]
 vals = collections.defaultdict(list)
+by_round = {}
 order = []
 for line in open(raw):
     b, lib, r, size, v = line.split("\t")
@@ -164,6 +165,26 @@ for line in open(raw):
     if key not in order:
         order.append(key)
     vals[(b, int(size), lib)].append(float(v))
+    by_round[(b, int(size), lib, r)] = float(v)
+# The host probe before each run (bench/xcore_probe.c).
+probes = collections.defaultdict(list)
+probe_of = {}
+for line in open(probe):
+    b, lib, r, v = line.rstrip("\n").split("\t")
+    probes[lib].append(float(v))
+    probe_of[(b, lib, r)] = float(v)
+
+def same_state(b, n, a, c):
+    """Per-round ratios c / a of the rounds whose runs of a and of c met
+    the same host state (probes within 1.5x of each other)."""
+    out = []
+    for (b2, n2, l, r), v in by_round.items():
+        if (b2, n2, l) != (b, n, c) or (b, n, a, r) not in by_round:
+            continue
+        pa, pc = probe_of.get((b, a, r)), probe_of.get((b, c, r))
+        if pa and pc and max(pa, pc) / min(pa, pc) <= 1.5 and by_round[(b, n, a, r)]:
+            out.append(v / by_round[(b, n, a, r)])
+    return out
 
 def fmt_size(n):
     if n % 1048576 == 0: return f"{n // 1048576} MiB"
@@ -172,7 +193,7 @@ def fmt_size(n):
 
 up, ox = libs[0], libs[1]
 extra = libs[2:]
-head = ["benchmark", "size", f"{up}", "oxshm", "ratio", "target", "verdict"]
+head = ["benchmark", "size", f"{up}", "oxshm", "ratio", "target", "verdict", "same-state ratio (rounds)"]
 for e in extra:
     head += [e, f"oxshm / {e}"]
 print("| " + " | ".join(head) + " |")
@@ -182,7 +203,7 @@ for b, n in order:
     lat = b.endswith("pingpong") or b.startswith("atomic_")
     med = {l: statistics.median(vals[(b, n, l)]) for l in libs if vals[(b, n, l)]}
     if up not in med or ox not in med:
-        print(f"| {b} | {fmt_size(n)} | " + " | ".join(f"{med.get(l, float('nan')):.2f}" for l in (up, ox)) + " | - | - | no data |")
+        print(f"| {b} | {fmt_size(n)} | " + " | ".join(f"{med.get(l, float('nan')):.2f}" for l in (up, ox)) + " | - | - | no data | - |")
         missed += 1
         continue
     ratio = med[ox] / med[up] if med[up] else float("nan")
@@ -196,7 +217,9 @@ for b, n in order:
     passed += ok is True
     missed += ok is False
     unit = "us" if lat else "MB/s"
-    row = [b, fmt_size(n), f"{med[up]:.2f} {unit}", f"{med[ox]:.2f} {unit}", f"{ratio:.2f}x", target, verdict]
+    same = same_state(b, n, up, ox)
+    same_col = f"{statistics.median(same):.2f}x ({len(same)})" if same else "- (0)"
+    row = [b, fmt_size(n), f"{med[up]:.2f} {unit}", f"{med[ox]:.2f} {unit}", f"{ratio:.2f}x", target, verdict, same_col]
     for e in extra:
         if e in med:
             row += [f"{med[e]:.2f} {unit}", f"{med[ox] / med[e]:.2f}x"]
@@ -208,10 +231,6 @@ print(f"fabtests_bench: {passed} targets met, {missed} missed (medians of rounds
       f"bandwidth in MB/s = 1e6 bytes/s, latency in us per transfer, as fabtests prints them)")
 # The host probe before each run, per library: where the libraries' runs
 # met different host rates, their ratios say more about the host.
-probes = collections.defaultdict(list)
-for line in open(probe):
-    b, lib, r, v = line.rstrip("\n").split("\t")
-    probes[lib].append(float(v))
 parts = []
 for l in libs:
     vs = probes.get(l)
@@ -221,4 +240,7 @@ for l in libs:
 if parts:
     print("fabtests_bench: host probe before each run (bench/xcore_probe.c, 16 KiB messages "
           "through a two-process ring, no libfabric): " + "; ".join(parts))
+    print("fabtests_bench: same-state ratio: the median of the per-round ratios over the rounds "
+          "whose two runs met probes within 1.5x of each other (how many in parentheses); "
+          "the verdict stays on the medians of all rounds")
 EOF
