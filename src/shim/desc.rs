@@ -163,11 +163,13 @@ fn home(desc: usize) -> usize {
 /// Enters a registration; returns its slot (None: no room, see MAX_PROBE).
 /// The caller holds the state lock.
 ///
-/// Closed registrations with the same desc are forgotten first (`dropped`
-/// is called with each one's `mr`): the provider gave their desc to a new
-/// registration, so a later use of it means the new one. Without this,
-/// a provider that reuses a few descs (oxshm's slots, malloc'd objects)
-/// would pile up quarantined entries on one probe sequence.
+/// Closed registrations with the same desc that the walk meets are
+/// forgotten (`dropped` is called with each one's `mr`): the provider gave
+/// their desc to a new registration, so a later use of it means the new
+/// one. Without this, a provider that reuses a few descs (oxshm's slots,
+/// malloc'd objects) would pile up quarantined entries on one probe
+/// sequence. Inlined into each registration entry: it runs once per
+/// registration.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 pub(crate) fn insert(
