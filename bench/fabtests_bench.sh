@@ -48,9 +48,12 @@ mkdir -p "$BIN"
 . bench/stale_shm.sh
 for p in "$UP"/ft/bin/fi_*; do ln -sf "$p" "$BIN/x${p##*/fi_}"; done
 # The host's own rate between two processes, measured before each run
-# (bench/xcore_probe.c): bimodal on the VMs measured here, and the table's
-# bounce-buffer cells move with it.
-cc -std=c11 -O2 -Wall -Wextra -Werror -o "$OUT/xcore_probe" bench/xcore_probe.c
+# (`rma_bench -probe`: its shared-memory pipe of the ceilings, alone, at 16
+# KiB): bimodal on the VMs measured here, and the table's bounce-buffer
+# cells move with it. Built against upstream 2.1.0 (the probe itself calls
+# no libfabric).
+cc -std=gnu11 -O2 -Wall -Wextra -Werror -I"$UP/inst/include" -o "$OUT/probe_rma_bench" \
+	bench/rma_bench.c -L"$UP/inst/lib" -lfabric
 
 # ----------------------------------------------------------- what runs ----
 
@@ -90,7 +93,8 @@ run() {
 	local prog=$BIN/x${c[0]} args=("${c[@]:1}") log=$OUT/$b.$lib.$round
 	port=$((port + 1))
 	clean_stale_shm
-	"$OUT/xcore_probe" 10000 | sed -n "s/^xcore_mbs=/$b\t$lib\t$round\t/p" >>"$OUT/probe.tsv" || true
+	LD_LIBRARY_PATH=$UP/inst/lib "$OUT/probe_rma_bench" -probe |
+		awk -v p="$b\t$lib\t$round" '$1 == "ceiling" { printf "%s\t%.0f\n", p, $4 * 1000 }' >>"$OUT/probe.tsv" || true
 	LD_LIBRARY_PATH=$libdir timeout 300 "$prog" -p "$prov" "${args[@]}" -B $port \
 		-s 127.0.0.1 >"$log.server" 2>&1 &
 	local s=$!
@@ -166,7 +170,7 @@ for line in open(raw):
         order.append(key)
     vals[(b, int(size), lib)].append(float(v))
     by_round[(b, int(size), lib, r)] = float(v)
-# The host probe before each run (bench/xcore_probe.c).
+# The host probe before each run (rma_bench -probe).
 probes = collections.defaultdict(list)
 probe_of = {}
 for line in open(probe):
@@ -238,8 +242,8 @@ for l in libs:
         parts.append(f"{l} median {statistics.median(vs):.0f} MB/s "
                      f"({min(vs):.0f}-{max(vs):.0f} over {len(vs)} runs)")
 if parts:
-    print("fabtests_bench: host probe before each run (bench/xcore_probe.c, 16 KiB messages "
-          "through a two-process ring, no libfabric): " + "; ".join(parts))
+    print("fabtests_bench: host probe before each run (rma_bench -probe: 16 KiB through a "
+          "two-process shared-memory pipe, no libfabric, MB/s): " + "; ".join(parts))
     print("fabtests_bench: same-state ratio: the median of the per-round ratios over the rounds "
           "whose two runs met probes within 1.5x of each other (how many in parentheses); "
           "the verdict stays on the medians of all rounds")
