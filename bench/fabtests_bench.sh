@@ -178,16 +178,17 @@ for line in open(probe):
     probes[lib].append(float(v))
     probe_of[(b, lib, r)] = float(v)
 
+rounds = sorted({k[3] for k in by_round})
+
 def same_state(b, n, a, c):
     """Per-round ratios c / a of the rounds whose runs of a and of c met
     the same host state (probes within 1.5x of each other)."""
     out = []
-    for (b2, n2, l, r), v in by_round.items():
-        if (b2, n2, l) != (b, n, c) or (b, n, a, r) not in by_round:
-            continue
+    for r in rounds:
+        va, vc = by_round.get((b, n, a, r)), by_round.get((b, n, c, r))
         pa, pc = probe_of.get((b, a, r)), probe_of.get((b, c, r))
-        if pa and pc and max(pa, pc) / min(pa, pc) <= 1.5 and by_round[(b, n, a, r)]:
-            out.append(v / by_round[(b, n, a, r)])
+        if va and vc and pa and pc and max(pa, pc) / min(pa, pc) <= 1.5:
+            out.append(vc / va)
     return out
 
 def fmt_size(n):
