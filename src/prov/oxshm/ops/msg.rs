@@ -38,6 +38,9 @@ fn send(e: *mut fid_ep, s: Send<'_>) -> ssize_t {
             flags |= FI_INJECT;
         }
         let inject = flags & FI_INJECT != 0;
+        if let Some(r) = send_small(ep, &s, flags, inject, max, inj) {
+            return r;
+        }
         // SAFETY: the caller's iov/desc arrays (fi_msg(3)).
         let mut local = Locals::new();
         unsafe {
@@ -71,6 +74,55 @@ fn send(e: *mut fid_ep, s: Send<'_>) -> ssize_t {
         };
         post(ep, &p, s.call)
     })
+}
+
+/// The short path of a send ([`Xfer::post_small`]): one buffer, no
+/// FI_DELIVERY_COMPLETE, and under FI_MR_LOCAL only an inject (whose desc
+/// is not needed). None: the general path takes it.
+#[inline]
+fn send_small(
+    ep: &Ep,
+    s: &Send<'_>,
+    flags: u64,
+    inject: bool,
+    max: Limit,
+    inj: Limit,
+) -> Option<Result<isize>> {
+    if s.count != 1
+        || s.iov.is_null()
+        || flags & FI_DELIVERY_COMPLETE != 0
+        || (!inject && ep.domain().mr_mode & FI_MR_LOCAL != 0)
+    {
+        return None;
+    }
+    // SAFETY: count is 1 and iov is not NULL (fi_msg(3)).
+    let io = unsafe { *s.iov };
+    if io.iov_len > 0 && io.iov_base.is_null() {
+        return None;
+    }
+    if let Err(e) = check_size(ep, io.iov_len as u64, max, inject.then_some(inj), s.call) {
+        return Some(Err(e));
+    }
+    let x = match ep.xfer(s.call) {
+        Ok(x) => x,
+        Err(e) => return Some(Err(e)),
+    };
+    let r = x.post_small(
+        s.dest,
+        s.tagged,
+        s.tag,
+        s.data,
+        io.iov_base,
+        io.iov_len,
+        flags,
+        s.inject,
+        s.context,
+    )?;
+    Some(r.map(|()| 0).inspect_err(|e| {
+        if *e != Error::AGAIN {
+            crate::ox_log!(Warn, EpData, super::super::NAME, "{}: {e}", s.call);
+        }
+    }))
 }
 
 struct Recv<'a> {
@@ -113,12 +165,36 @@ fn recv(e: *mut fid_ep, r: Recv<'_>) -> ssize_t {
                 }
             }
         };
-        let search = recv_flags(ep, &r, flags)?;
         let src = if ep.caps & FI_DIRECTED_RECV != 0 {
             r.src
         } else {
             FI_ADDR_UNSPEC
         };
+        // The common receive: one buffer, no search or multi-receive flag,
+        // no descriptor to check (no FI_MR_LOCAL). What recv_flags and
+        // locals would find for it is known: straight to the queue.
+        if flags & (FI_MULTI_RECV | FI_PEEK | FI_CLAIM | FI_DISCARD) == 0
+            && r.count == 1
+            && !r.iov.is_null()
+            && ep.domain().mr_mode & FI_MR_LOCAL == 0
+        {
+            // SAFETY: count is 1 and iov is not NULL (fi_msg(3)).
+            let io = unsafe { *r.iov };
+            if io.iov_len == 0 || !io.iov_base.is_null() {
+                let one = [(io.iov_base as u64, io.iov_len as u64)];
+                ep.xfer(r.call)?.post_recv(&RecvPost {
+                    tagged: r.tagged,
+                    tag: r.tag,
+                    ignore: r.ignore,
+                    src,
+                    iov: &one,
+                    flags,
+                    context: r.context,
+                })?;
+                return Ok(0);
+            }
+        }
+        let search = recv_flags(ep, &r, flags)?;
         // A peek and a discard take no data: their buffers are ignored
         // (fi_tagged(3)).
         let mut local = Locals::new();

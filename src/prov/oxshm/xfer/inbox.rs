@@ -9,6 +9,21 @@ use super::*;
 
 impl Xfer {
     pub(super) fn handle(&self, m: &[u8]) {
+        if m.len() >= 4 && u32::from_ne_bytes([m[0], m[1], m[2], m[3]]) == K_SMSG {
+            match Small::parse(m) {
+                Some((w, body)) => return self.on_message(&w, body),
+                None => {
+                    crate::ox_log!(
+                        Warn,
+                        EpData,
+                        super::super::NAME,
+                        "dropped a short small message ({} bytes)",
+                        m.len()
+                    );
+                    return;
+                }
+            }
+        }
         let Some((w, rest)) = Wire::parse(m) else {
             crate::ox_log!(
                 Warn,

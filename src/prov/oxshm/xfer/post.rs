@@ -174,11 +174,22 @@ impl Xfer {
             if !direct {
                 return peer.seg.send(&[w.bytes(), auth, &body], Urgency::Request);
             }
-            let room = WIRE + auth.len() + len as usize;
-            peer.seg.send_with(room, |cell| {
-                cell[..WIRE].copy_from_slice(w.bytes());
-                cell[WIRE..WIRE + auth.len()].copy_from_slice(auth);
-                let mut at = WIRE + auth.len();
+            // A message that waits for no answer and carries no key goes
+            // in the short header.
+            let small = w.kind == K_MSG && w.flags & W_NOACK != 0 && auth.is_empty();
+            let head = if small {
+                Small::room(w.flags)
+            } else {
+                WIRE + auth.len()
+            };
+            peer.seg.send_with(head + len as usize, |cell| {
+                if small {
+                    Small::write(w.flags, &w.src(), w.len, w.tag, w.data, cell);
+                } else {
+                    cell[..WIRE].copy_from_slice(w.bytes());
+                    cell[WIRE..WIRE + auth.len()].copy_from_slice(auth);
+                }
+                let mut at = head;
                 for &(a, l) in p.local {
                     // SAFETY: the application's buffers are readable for
                     // the length it gave (fi_msg(3), fi_rma(3)).
@@ -239,6 +250,90 @@ impl Xfer {
                 Err(e)
             }
         }
+    }
+
+    /// The common send, on a short path: one buffer carried inline in the
+    /// short header ([`Small`]) to a peer already met, completed once it is
+    /// in the target's inbox (no FI_DELIVERY_COMPLETE; the caller checked
+    /// the size and, under FI_MR_LOCAL, that it is an inject). It does what
+    /// [`Xfer::post`] does for such a send, without building the general
+    /// request. None when the general path must take it: an endpoint with
+    /// an authorization key, a peer not met yet.
+    #[allow(clippy::too_many_arguments)]
+    pub fn post_small(
+        &self,
+        dest: fi_addr_t,
+        tagged: bool,
+        tag: u64,
+        data: Option<u64>,
+        buf: *const c_void,
+        len: usize,
+        flags: u64,
+        silent: bool,
+        context: *mut c_void,
+    ) -> Option<Result<()>> {
+        if !self.auth.is_empty() || len > INLINE {
+            return None;
+        }
+        let dest = match self.resolve(dest) {
+            Ok(a) => a,
+            Err(e) => return Some(Err(e)),
+        };
+        if self.inflight.load(Ordering::Acquire) >= self.ep().tx_size {
+            self.progress_app(true);
+            return Some(Err(Error::AGAIN));
+        }
+        let report = !silent
+            && match self.cq(false) {
+                Some((_, selective)) => !selective || flags & FI_COMPLETION != 0,
+                None => false,
+            };
+        let peers = lock(&self.peers);
+        let peer = peers.get(&dest)?;
+        let kind = OpKind::Send { tagged, tag };
+        let op = Pending {
+            context,
+            cflags: cflags(&kind),
+            len: len as u64,
+            report,
+            cntr: C_SEND,
+            sink: Vec::new(),
+            bulk: None,
+            peer: dest,
+            tag,
+            data: data.unwrap_or(0),
+        };
+        // As in post: a closed target takes nothing.
+        if peer.seg.owner_closed() {
+            drop(peers);
+            self.completed(op, Err(Error::HOSTUNREACH));
+            return Some(Ok(()));
+        }
+        let wflags = W_INLINE
+            | W_NOACK
+            | if tagged { W_TAGGED } else { 0 }
+            | if data.is_some() { W_DATA } else { 0 };
+        let head = Small::room(wflags);
+        let r = peer.seg.send_with(head + len, |cell| {
+            let at = Small::write(wflags, &self.addr, len as u64, tag, op.data, cell);
+            if len > 0 {
+                // SAFETY: the application's buffer is readable for the
+                // length it gave (fi_msg(3)); the caller checked it is not
+                // NULL.
+                let src = unsafe { std::slice::from_raw_parts(buf as *const u8, len) };
+                cell[at..at + len].copy_from_slice(src);
+            }
+            at + len
+        });
+        drop(peers);
+        if let Err(e) = r {
+            if e == Error::AGAIN {
+                self.progress_app(true);
+            }
+            return Some(Err(e));
+        }
+        self.completed(op, Ok(()));
+        Some(Ok(()))
     }
 
     /// Posts a receive buffer; matches it against the messages already
