@@ -451,6 +451,19 @@ impl Xfer {
     pub(super) fn on_message(&self, w: &Wire, body: &[u8]) {
         let inline = w.flags & W_INLINE != 0;
         let mut rx = lock(&self.rx);
+        // The common case first: an inline message that the oldest
+        // receive, a plain one, takes.
+        if inline
+            && rx
+                .posted
+                .front()
+                .is_some_and(|r| r.multi.is_none() && matches(r, w))
+        {
+            let r = rx.posted.pop_front().unwrap_or_else(|| unreachable!());
+            self.posted_recvs.store(rx.posted.len(), Ordering::Release);
+            drop(rx);
+            return self.deliver(&r, w, body, &[], false);
+        }
         // A multi-receive buffer too full for the message is released and
         // the search goes on with the receives posted after it.
         let r = loop {
