@@ -488,6 +488,64 @@ impl std::hash::Hasher for AddrHasher {
 
 pub(super) type PeerHash = std::hash::BuildHasherDefault<AddrHasher>;
 
+/// The peers an endpoint has met, by address, and the one it sent to last
+/// ([`PeerMap::get_cached`]): a stream of small sends to one peer compares
+/// an address instead of hashing it and probing the table.
+#[derive(Default)]
+pub(super) struct PeerMap {
+    map: HashMap<Address, Arc<Peer>, PeerHash>,
+    /// The peer last found by `get_cached`, while `map` holds it (every
+    /// removal clears it).
+    last: Option<(Address, *const Peer)>,
+}
+
+// SAFETY: `last` points into an Arc that `map` holds; it is read and
+// written only by the holder of the peers lock, as `map` is.
+unsafe impl Send for PeerMap {}
+
+impl PeerMap {
+    fn get(&self, a: &Address) -> Option<&Arc<Peer>> {
+        self.map.get(a)
+    }
+
+    fn contains_key(&self, a: &Address) -> bool {
+        self.map.contains_key(a)
+    }
+
+    /// As `get`, answered from the last peer found when it is `a`.
+    #[inline]
+    fn get_cached(&mut self, a: &Address) -> Option<&Peer> {
+        if let Some((l, p)) = self.last {
+            if l == *a {
+                // SAFETY: `map` still holds the Arc `p` points into (see
+                // `last`), and the caller holds the lock.
+                return Some(unsafe { &*p });
+            }
+        }
+        let p = self.map.get(a)?;
+        self.last = Some((*a, Arc::as_ptr(p)));
+        Some(p)
+    }
+
+    fn insert(&mut self, a: Address, p: Arc<Peer>) {
+        if self.last.is_some_and(|(l, _)| l == a) {
+            self.last = None;
+        }
+        self.map.insert(a, p);
+    }
+
+    fn remove(&mut self, a: &Address) {
+        if self.last.is_some_and(|(l, _)| l == *a) {
+            self.last = None;
+        }
+        self.map.remove(a);
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&Address, &Arc<Peer>)> {
+        self.map.iter()
+    }
+}
+
 /// The local buffers of one operation or posted receive: up to
 /// [`IOV_MAX`] kept in place (no allocation per operation), more on the
 /// heap.
@@ -789,7 +847,7 @@ pub struct Xfer {
     inbox: Segment,
     ep: *const Ep,
     domain: *const Domain,
-    peers: Lock<HashMap<Address, Arc<Peer>, PeerHash>>,
+    peers: Lock<PeerMap>,
     /// Peers found gone: operations to them fail at once.
     dead: Mutex<std::collections::HashSet<Address>>,
     pend: Lock<PendTable>,
@@ -944,7 +1002,7 @@ impl Xfer {
             inbox,
             ep,
             domain: ep.domain(),
-            peers: Lock::new(HashMap::default()),
+            peers: Lock::new(PeerMap::default()),
             dead: Mutex::new(Default::default()),
             pend: Lock::new(PendTable::default()),
             rx: Lock::new(Rx::default()),
@@ -1487,6 +1545,42 @@ mod tests {
         // own header share one cache line.
         assert!(shm::CELL_HEAD + Small::room(W_TAGGED) + 8 <= 64);
         assert!(shm::CELL_HEAD + Small::room(W_DATA) + 8 <= 64);
+    }
+
+    #[test]
+    fn the_last_peer_is_answered_until_the_map_drops_it() {
+        let addr = |id: u32| Address {
+            pid: std::process::id(),
+            ep_id: 910_000 + id,
+            nonce: 0x0fed_cba9_8765_4321 ^ id as u64,
+        };
+        let (a, b) = (addr(1), addr(2));
+        let (_own_a, _own_b) = (Segment::create(&a).unwrap(), Segment::create(&b).unwrap());
+        let peer = |x: &Address| {
+            Arc::new(Peer {
+                seg: Segment::open(x).unwrap(),
+                cma: true,
+            })
+        };
+        let (pa, pb) = (peer(&a), peer(&b));
+        let mut m = PeerMap::default();
+        assert!(m.get_cached(&a).is_none());
+        m.insert(a, Arc::clone(&pa));
+        m.insert(b, Arc::clone(&pb));
+        assert!(std::ptr::eq(m.get_cached(&a).unwrap(), &*pa));
+        assert!(std::ptr::eq(m.get_cached(&a).unwrap(), &*pa));
+        assert!(std::ptr::eq(m.get_cached(&b).unwrap(), &*pb));
+        assert!(std::ptr::eq(m.get_cached(&a).unwrap(), &*pa));
+        // Removed: the cached entry goes too, and the map keeps no count.
+        m.remove(&a);
+        assert!(m.get_cached(&a).is_none());
+        assert_eq!(Arc::strong_count(&pa), 1);
+        // Replaced under the same address: the new peer is answered.
+        let pb2 = peer(&b);
+        assert!(m.get_cached(&b).is_some());
+        m.insert(b, Arc::clone(&pb2));
+        assert!(std::ptr::eq(m.get_cached(&b).unwrap(), &*pb2));
+        assert_eq!(Arc::strong_count(&pb), 1);
     }
 
     #[test]

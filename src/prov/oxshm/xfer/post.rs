@@ -288,8 +288,8 @@ impl Xfer {
                 Some((_, selective)) => !selective || flags & FI_COMPLETION != 0,
                 None => false,
             };
-        let peers = lock(&self.peers);
-        let peer = peers.get(&dest)?;
+        let mut peers = lock(&self.peers);
+        let peer = peers.get_cached(&dest)?;
         let kind = OpKind::Send { tagged, tag };
         let op = Pending {
             context,
