@@ -96,7 +96,7 @@ impl<T> Lock<T> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn release(&self) {
         self.state.store(0, Ordering::Release);
         if super::shm::asym() {
@@ -138,7 +138,7 @@ impl<T> DerefMut for LockGuard<'_, T> {
 }
 
 impl<T> Drop for LockGuard<'_, T> {
-    #[inline]
+    #[inline(always)]
     fn drop(&mut self) {
         self.lock.release();
     }

@@ -20,7 +20,7 @@
 use super::atomics;
 use super::ep::{Ep, Limit};
 use super::object::{from_fid, slot, slot_ssize};
-use super::xfer::{OpKind, Post, RecvPost, ATOMIC_MAX, IOV_MAX};
+use super::xfer::{OpKind, Post, Quick, RecvPost, ATOMIC_MAX, IOV_MAX};
 use crate::abi::atomic::*;
 use crate::abi::domain::{fi_datatype_raw, fi_op_raw};
 use crate::abi::endpoint::*;

@@ -324,6 +324,39 @@ fn wake_sender() -> libc::c_int {
     *FD
 }
 
+/// A claimed ring position ([`Segment::claim`]).
+pub struct Claim<'a> {
+    seg: &'a Segment,
+    pos: u64,
+    room: usize,
+    spilled: bool,
+}
+
+impl Claim<'_> {
+    /// Where the message goes: `room` bytes, the claimer's alone until
+    /// [`Claim::commit`].
+    #[inline(always)]
+    pub fn data(&mut self) -> &mut [u8] {
+        // SAFETY: the claimed position is ours alone until published, and
+        // room fits where data() puts it (SMALL_DATA, or CELL_DATA).
+        unsafe { std::slice::from_raw_parts_mut(self.seg.data(self.pos, self.spilled), self.room) }
+    }
+
+    /// Publishes the first `len` bytes written (at most `room`).
+    #[inline(always)]
+    pub fn commit(self, len: usize, urgency: Urgency) {
+        let c = std::mem::ManuallyDrop::new(self);
+        c.seg.commit(c.pos, len.min(c.room), c.spilled, urgency);
+    }
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        // Never left claimed: the owner would wait for it (see STALL).
+        self.seg.commit(self.pos, 0, self.spilled, Urgency::Request);
+    }
+}
+
 // SAFETY: the mapping is shared memory accessed only through atomics and
 // through cells that the ring protocol hands to one thread at a time.
 unsafe impl Send for Segment {}
@@ -351,15 +384,24 @@ fn os_err(what: &str, name: &CString) -> Error {
 /// This process's pid, without a system call per message. A fork child
 /// forgets the cached value (pthread_atfork), so it never uses its
 /// parent's.
+#[inline(always)]
 pub fn my_pid() -> u32 {
-    static PID: AtomicU32 = AtomicU32::new(0);
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    extern "C" fn forget() {
-        PID.store(0, Ordering::Relaxed);
-    }
     let p = PID.load(Ordering::Relaxed);
     if p != 0 {
         return p;
+    }
+    my_pid_slow()
+}
+
+/// [`my_pid`]'s cache, 0 until the first call (and after a fork).
+static PID: AtomicU32 = AtomicU32::new(0);
+
+#[cold]
+#[inline(never)]
+fn my_pid_slow() -> u32 {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    extern "C" fn forget() {
+        PID.store(0, Ordering::Relaxed);
     }
     ONCE.call_once(|| {
         // SAFETY: registers a handler that only stores an atomic.
@@ -630,6 +672,7 @@ impl Segment {
     /// wrote) and publishes it: the bytes are copied once, straight into
     /// the peer's ring. -FI_EAGAIN when the ring is full; `room` is at most
     /// [`CELL_DATA`]. The message is a request ([`Urgency::Request`]).
+    #[inline(always)]
     pub fn send_with(&self, room: usize, fill: impl FnOnce(&mut [u8]) -> usize) -> Result<()> {
         self.publish(room, Urgency::Request, fill)
     }
@@ -639,12 +682,26 @@ impl Segment {
         self.publish(room, Urgency::Reply, fill)
     }
 
+    #[inline(always)]
     fn publish(
         &self,
         room: usize,
         urgency: Urgency,
         fill: impl FnOnce(&mut [u8]) -> usize,
     ) -> Result<()> {
+        let mut c = self.claim(room)?;
+        let len = fill(c.data());
+        c.commit(len, urgency);
+        Ok(())
+    }
+
+    /// Claims a cell of this (peer's) ring for a message of up to `room`
+    /// bytes, which the caller writes into [`Claim::data`] and publishes
+    /// with [`Claim::commit`] (a claim dropped without it publishes an
+    /// empty message, which the owner drops). -FI_EAGAIN when the ring is
+    /// full, -FI_EMSGSIZE past [`CELL_DATA`].
+    #[inline(always)]
+    pub fn claim(&self, room: usize) -> Result<Claim<'_>> {
         if room > CELL_DATA {
             return Err(Error::MSGSIZE);
         }
@@ -670,13 +727,22 @@ impl Segment {
                 pos = h.tail.load(Ordering::Relaxed);
             }
         }
+        self.cell_head(pos).pid.store(my_pid(), Ordering::Relaxed);
+        Ok(Claim {
+            seg: self,
+            pos,
+            room,
+            spilled: room > SMALL_DATA,
+        })
+    }
+
+    /// Publishes the message of claimed position `pos` (`len` bytes) and
+    /// wakes the owner where it asked for it.
+    #[inline(always)]
+    fn commit(&self, pos: u64, len: usize, spilled: bool, urgency: Urgency) {
+        let h = self.header();
         let c = self.cell_head(pos);
-        c.pid.store(my_pid(), Ordering::Relaxed);
-        let spilled = room > SMALL_DATA;
-        // SAFETY: the claimed position is ours alone until published, and
-        // room fits where data() puts it (SMALL_DATA, or CELL_DATA).
-        let data = unsafe { std::slice::from_raw_parts_mut(self.data(pos, spilled), room) };
-        let len = fill(data).min(room) as u32;
+        let len = len as u32;
         c.len
             .store(if spilled { len | SPILLED } else { len }, Ordering::Relaxed);
         c.seq.store(pos + 1, Ordering::Release);
@@ -708,7 +774,6 @@ impl Segment {
         {
             self.wake_owner();
         }
-        Ok(())
     }
 
     /// Sends the wake-up byte to the owner of this (peer's) segment.
@@ -791,6 +856,7 @@ impl Segment {
     /// or the claim of its reply's cell) would wait for that line to be
     /// taken from the producer: deferred, the wait falls on a poll of an
     /// empty ring, not on the path from a message to its answer.
+    #[inline(always)]
     pub fn recv(&self, f: impl FnOnce(&[u8])) -> bool {
         let h = self.header();
         let pos = h.head.load(Ordering::Relaxed);
@@ -1223,6 +1289,23 @@ mod tests {
             "the child inherited the answer"
         );
         assert_eq!(asym(), parent);
+    }
+
+    #[test]
+    fn a_claim_publishes_what_it_commits_and_an_empty_message_when_dropped() {
+        let a = addr(40);
+        let own = Segment::create(&a).unwrap();
+        let peer = Segment::open(&a).unwrap();
+        let mut c = peer.claim(16).unwrap();
+        c.data()[..5].copy_from_slice(b"hello");
+        c.commit(5, Urgency::Request);
+        // Dropped unwritten (a panic between claim and commit): the cell
+        // is not left claimed, the owner sees an empty message.
+        drop(peer.claim(16).unwrap());
+        assert!(own.recv(|m| assert_eq!(m, b"hello")));
+        assert!(own.recv(|m| assert!(m.is_empty())));
+        assert!(!own.recv(|_| panic!("empty ring")));
+        assert_eq!(peer.claim(CELL_DATA + 1).err(), Some(Error::MSGSIZE));
     }
 
     #[test]

@@ -241,13 +241,14 @@ const _: () = assert!(SMALL == 32);
 
 impl Small {
     /// Bytes of the header with its optional fields.
+    #[inline(always)]
     fn room(flags: u32) -> usize {
         SMALL + 8 * ((flags & W_TAGGED != 0) as usize + (flags & W_DATA != 0) as usize)
     }
 
     /// Writes the header of a small message from `src` into `cell`, its
     /// optional fields as `flags` says; returns where the payload starts.
-    #[inline]
+    #[inline(always)]
     fn write(flags: u32, src: &Address, len: u64, tag: u64, data: u64, cell: &mut [u8]) -> usize {
         let h = Small {
             kind: K_SMSG,
@@ -383,6 +384,22 @@ pub struct RecvPost<'a> {
     pub src: fi_addr_t,
     pub iov: &'a [(u64, u64)],
     pub flags: u64,
+    pub context: *mut c_void,
+}
+
+/// A small transfer for [`Xfer::post_small`].
+pub struct Quick {
+    pub dest: fi_addr_t,
+    /// An RMA write's target (address, key); None for a send.
+    pub write: Option<(u64, u64)>,
+    pub tagged: bool,
+    pub tag: u64,
+    pub data: Option<u64>,
+    pub buf: *const c_void,
+    pub len: usize,
+    pub flags: u64,
+    /// An inject call: no completion entry.
+    pub silent: bool,
     pub context: *mut c_void,
 }
 

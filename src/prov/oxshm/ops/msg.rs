@@ -107,17 +107,18 @@ fn send_small(
         Ok(x) => x,
         Err(e) => return Some(Err(e)),
     };
-    let r = x.post_small(
-        s.dest,
-        s.tagged,
-        s.tag,
-        s.data,
-        io.iov_base,
-        io.iov_len,
+    let r = x.post_small(&Quick {
+        dest: s.dest,
+        write: None,
+        tagged: s.tagged,
+        tag: s.tag,
+        data: s.data,
+        buf: io.iov_base,
+        len: io.iov_len,
         flags,
-        s.inject,
-        s.context,
-    )?;
+        silent: s.inject,
+        context: s.context,
+    })?;
     Some(r.map(|()| 0).inspect_err(|e| {
         if *e != Error::AGAIN {
             crate::ox_log!(Warn, EpData, super::super::NAME, "{}: {e}", s.call);

@@ -252,30 +252,28 @@ impl Xfer {
         }
     }
 
-    /// The common send, on a short path: one buffer carried inline in the
-    /// short header ([`Small`]) to a peer already met, completed once it is
-    /// in the target's inbox (no FI_DELIVERY_COMPLETE; the caller checked
-    /// the size and, under FI_MR_LOCAL, that it is an inject). It does what
-    /// [`Xfer::post`] does for such a send, without building the general
-    /// request. None when the general path must take it: an endpoint with
-    /// an authorization key, a peer not met yet.
-    #[allow(clippy::too_many_arguments)]
-    pub fn post_small(
-        &self,
-        dest: fi_addr_t,
-        tagged: bool,
-        tag: u64,
-        data: Option<u64>,
-        buf: *const c_void,
-        len: usize,
-        flags: u64,
-        silent: bool,
-        context: *mut c_void,
-    ) -> Option<Result<()>> {
-        if !self.auth.is_empty() || len > INLINE {
+    /// The common small transfers, on a short path: one buffer carried
+    /// inline to a peer already met, complete once it is in the target's
+    /// inbox, which answers nothing ([`W_NOACK`]):
+    /// - a send without FI_DELIVERY_COMPLETE (the caller checked that, the
+    ///   size and, under FI_MR_LOCAL, that it is an inject), in the short
+    ///   header ([`Small`]) when the endpoint has no authorization key;
+    /// - an `fi_inject_write*` of an endpoint without a write counter (a
+    ///   refused one is logged and counted at the target, as on the
+    ///   general path).
+    ///
+    /// It does what [`Xfer::post`] does for them, without building the
+    /// general request or taking a count on the peer. None when the
+    /// general path must take it: a peer not met yet, a write that waits
+    /// for its answer.
+    pub fn post_small(&self, q: &Quick) -> Option<Result<()>> {
+        if q.len > INLINE || self.auth.len() > AUTH_MAX {
             return None;
         }
-        let dest = match self.resolve(dest) {
+        if q.write.is_some() && (!q.silent || self.cntr(C_WRITE).is_some()) {
+            return None;
+        }
+        let dest = match self.resolve(q.dest) {
             Ok(a) => a,
             Err(e) => return Some(Err(e)),
         };
@@ -283,25 +281,34 @@ impl Xfer {
             self.progress_app(true);
             return Some(Err(Error::AGAIN));
         }
-        let report = !silent
+        let report = !q.silent
             && match self.cq(false) {
-                Some((_, selective)) => !selective || flags & FI_COMPLETION != 0,
+                Some((_, selective)) => !selective || q.flags & FI_COMPLETION != 0,
                 None => false,
             };
         let mut peers = lock(&self.peers);
         let peer = peers.get_cached(&dest)?;
-        let kind = OpKind::Send { tagged, tag };
+        let (kind, cntr) = match q.write {
+            Some(_) => (OpKind::Write, C_WRITE),
+            None => (
+                OpKind::Send {
+                    tagged: q.tagged,
+                    tag: q.tag,
+                },
+                C_SEND,
+            ),
+        };
         let op = Pending {
-            context,
+            context: q.context,
             cflags: cflags(&kind),
-            len: len as u64,
+            len: q.len as u64,
             report,
-            cntr: C_SEND,
+            cntr,
             sink: Vec::new(),
             bulk: None,
             peer: dest,
-            tag,
-            data: data.unwrap_or(0),
+            tag: q.tag,
+            data: q.data.unwrap_or(0),
         };
         // As in post: a closed target takes nothing.
         if peer.seg.owner_closed() {
@@ -309,22 +316,20 @@ impl Xfer {
             self.completed(op, Err(Error::HOSTUNREACH));
             return Some(Ok(()));
         }
-        let wflags = W_INLINE
+        let flags = W_INLINE
             | W_NOACK
-            | if tagged { W_TAGGED } else { 0 }
-            | if data.is_some() { W_DATA } else { 0 };
-        let head = Small::room(wflags);
-        let r = peer.seg.send_with(head + len, |cell| {
-            let at = Small::write(wflags, &self.addr, len as u64, tag, op.data, cell);
-            if len > 0 {
-                // SAFETY: the application's buffer is readable for the
-                // length it gave (fi_msg(3)); the caller checked it is not
-                // NULL.
-                let src = unsafe { std::slice::from_raw_parts(buf as *const u8, len) };
-                cell[at..at + len].copy_from_slice(src);
+            | if q.tagged && q.write.is_none() {
+                W_TAGGED
+            } else {
+                0
             }
-            at + len
-        });
+            | if q.data.is_some() { W_DATA } else { 0 };
+        // The short header when nothing needs the whole one.
+        let r = if q.write.is_none() && self.auth.is_empty() {
+            self.put_small(peer, q, flags, op.data)
+        } else {
+            self.put_wire(peer, q, flags, op.data)
+        };
         drop(peers);
         if let Err(e) = r {
             if e == Error::AGAIN {
@@ -334,6 +339,42 @@ impl Xfer {
         }
         self.completed(op, Ok(()));
         Some(Ok(()))
+    }
+
+    /// [`Xfer::post_small`]'s message in the short header.
+    #[inline(always)]
+    fn put_small(&self, peer: &Peer, q: &Quick, flags: u32, data: u64) -> Result<()> {
+        let (head, len) = (Small::room(flags), q.len);
+        let mut c = peer.seg.claim(head + len)?;
+        let cell = c.data();
+        Small::write(flags, &self.addr, len as u64, q.tag, data, cell);
+        let end = payload(cell, head, q.buf, len);
+        c.commit(end, Urgency::Request);
+        Ok(())
+    }
+
+    /// [`Xfer::post_small`]'s message in the whole header, with the
+    /// endpoint's authorization key.
+    #[inline(never)]
+    fn put_wire(&self, peer: &Peer, q: &Quick, flags: u32, data: u64) -> Result<()> {
+        let (addr, key) = q.write.unwrap_or((0, 0));
+        let auth = &self.auth[..];
+        let head = WIRE + auth.len();
+        let w = Wire {
+            flags,
+            key,
+            addr,
+            len: q.len as u64,
+            data,
+            tag: if q.write.is_none() { q.tag } else { 0 },
+            auth_len: auth.len() as u32,
+            ..self.wire(if q.write.is_some() { K_WRITE } else { K_MSG })
+        };
+        peer.seg.send_with(head + q.len, |cell| {
+            cell[..WIRE].copy_from_slice(w.bytes());
+            cell[WIRE..head].copy_from_slice(auth);
+            payload(cell, head, q.buf, q.len)
+        })
     }
 
     /// Posts a receive buffer; matches it against the messages already
@@ -715,4 +756,17 @@ impl Xfer {
             });
         }
     }
+}
+
+/// Copies a small transfer's payload after its header in the ring cell;
+/// returns the end of the message.
+#[inline(always)]
+fn payload(cell: &mut [u8], head: usize, buf: *const c_void, len: usize) -> usize {
+    if len > 0 {
+        // SAFETY: the application's buffer is readable for the length it
+        // gave (fi_msg(3), fi_rma(3)); the caller checked it is not NULL.
+        let src = unsafe { std::slice::from_raw_parts(buf as *const u8, len) };
+        cell[head..head + len].copy_from_slice(src);
+    }
+    head + len
 }
