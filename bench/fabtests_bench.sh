@@ -129,8 +129,9 @@ if [ -n "${UPSTREAM_PREFIX:-}" ]; then
 fi
 
 # Spinning benchmarks on a small machine are only as good as its quiet:
-# what else ran is said next to the figures.
-busy() { ps -eo pcpu=,comm= --sort=-pcpu | awk -v me="$$" '$1 > 20 { printf "%s(%s%%) ", $2, $1 }' | head -c 200; }
+# what else ran is said next to the figures (not `ps` itself, whose short
+# life reads as a whole CPU).
+busy() { ps -eo pcpu=,comm= --sort=-pcpu | awk -v me="$$" '$1 > 20 && $2 != "ps" { printf "%s(%s%%) ", $2, $1 }' | head -c 200; }
 load0=$(cut -d' ' -f1 /proc/loadavg)
 others=$(busy)
 if [ -n "$others" ]; then
