@@ -17,11 +17,7 @@ impl Xfer {
             return Err(Error::AGAIN);
         }
         let inject = p.flags & FI_INJECT != 0;
-        let report = !p.silent
-            && match self.cq(false) {
-                Some((_, selective)) => !selective || p.flags & FI_COMPLETION != 0,
-                None => false,
-            };
+        let report = self.tx_reports(p.silent, p.flags);
         let len: u64 = p.local.iter().map(|x| x.1).sum();
         let (kind, cntr) = match p.kind {
             OpKind::Send { .. } => (K_MSG, C_SEND),
@@ -281,11 +277,7 @@ impl Xfer {
             self.progress_app(true);
             return Some(Err(Error::AGAIN));
         }
-        let report = !q.silent
-            && match self.cq(false) {
-                Some((_, selective)) => !selective || q.flags & FI_COMPLETION != 0,
-                None => false,
-            };
+        let report = self.tx_reports(q.silent, q.flags);
         let mut peers = lock(&self.peers);
         let peer = peers.get_cached(&dest)?;
         let (kind, cntr) = match q.write {
@@ -375,6 +367,18 @@ impl Xfer {
             cell[WIRE..head].copy_from_slice(auth);
             payload(cell, head, q.buf, q.len)
         })
+    }
+
+    /// Whether a transmit operation with these `flags` gets a completion
+    /// entry: not an inject call, and a transmit CQ that either reports
+    /// every operation or, under FI_SELECTIVE_COMPLETION, was asked to.
+    #[inline]
+    fn tx_reports(&self, silent: bool, flags: u64) -> bool {
+        !silent
+            && match self.cq(false) {
+                Some((_, selective)) => !selective || flags & FI_COMPLETION != 0,
+                None => false,
+            }
     }
 
     /// Posts a receive buffer; matches it against the messages already
