@@ -461,7 +461,7 @@ impl Registry {
 
     /// [`Registry::place`] for a request of several iovs: the ranges (merged
     /// under `VIRT_ADDR`, offsets otherwise) the pool will hold.
-    #[inline(never)]
+    #[inline(always)]
     fn place_multi(
         &self,
         req: &Request,
