@@ -113,7 +113,7 @@ impl IovPool {
 
     /// The words of the block holding `n` iovs: pair `i` is words `2i`,
     /// `2i + 1`. `None` for a block that was never allocated (a torn read).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn words(&self, n: usize, block: u32) -> Option<&[AtomicU64]> {
         let cl = self.classes.get(class_of(n))?;
         let all = cl

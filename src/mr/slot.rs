@@ -258,7 +258,7 @@ impl Slots {
 
     /// A free slot and its index, owned by the caller until it publishes
     /// or pushes it.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn pop_slot(&self) -> Option<(u32, &Slot)> {
         if let Some(i) = self.take_kept() {
             return self.get(i).map(|s| (i, s));
