@@ -2101,8 +2101,10 @@ static int churn_init(struct peer *p)
 	int ctx;
 	fill(src, LEN, 54);
 	double end = peer_now() + 20;
-	/* Until OPS are done and some were accepted (the first region may come late). */
-	while (done < OPS || !ok) {
+	/* Until OPS are done and some were accepted (the first region may come
+	 * late: then writes go on past OPS), and none is still in flight (its
+	 * completion would reach the counter after the count below). */
+	while (done < OPS || !ok || done < posted) {
 		CHECK(peer_now() < end);
 		if ((posted < OPS || !ok) && posted - done < WIN) {
 			ssize_t rc = fi_write(p->ep, src, posted % 3 ? LEN : 64, NULL, p->other, 0, 5,
