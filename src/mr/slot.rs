@@ -196,8 +196,9 @@ struct FreeList {
     fresh: AtomicUsize,
 }
 
-/// Entries of [`Slots::kept`].
-const KEPT: usize = 16;
+/// Entries of [`Slots::kept`]: `2^KEPT_BITS`.
+const KEPT_BITS: u32 = 4;
+const KEPT: usize = 1 << KEPT_BITS;
 
 /// A thread's kept slot in one registry.
 #[derive(Default)]
@@ -290,7 +291,8 @@ impl Slots {
     #[inline(always)]
     fn my_kept(&self, take: bool) -> Option<&Kept> {
         let me = thread_word();
-        let e = &self.kept[(me.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 60) as usize % KEPT];
+        // Fibonacci hashing: the product's top bits pick the entry.
+        let e = &self.kept[(me.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - KEPT_BITS)) as usize];
         let owner = e.owner.load(Ordering::Relaxed);
         if owner == me || (take && owner == 0 && Self::claim(e, me)) {
             Some(e)
