@@ -3,12 +3,17 @@
 # endpoints each, a random mix of writes, reads, atomics and messages while
 # MRs are registered, rotated and closed; every byte and every counter
 # checked at the end), built against our headers and build/libfabric.so.1
-# and run four times for SECONDS each:
+# and run six times for SECONDS each:
 #   ours     -I include, like run.sh's `ours` build
 #   asan     the same under -fsanitize=address,undefined with leak checking
 #   staged   the ours binary with FI_OXSHM_CMA=0 (bulk transfers through
 #            shared memory, as where cross-memory attach is not permitted)
 #   staged-asan  the asan binary with FI_OXSHM_CMA=0
+#   alone    the ours binary with FI_OXSHM_SHARE=0 (targets copy every bulk
+#            transfer themselves)
+#   shared   the ours binary with FI_OXSHM_SHARE=1 (targets always share
+#            bulk copies with their initiators; by default they measure
+#            which is faster and may switch between the two mid-run)
 # Usage: capi-tests/stress.sh [SECONDS]   (default 5)
 # STRESS_ARGS adds options (e.g. STRESS_ARGS="-p 6 -e 3 -s 0x1234").
 set -euo pipefail
@@ -44,21 +49,23 @@ compile() {
 }
 
 failed=()
-for b in ours asan staged staged-asan; do
+for b in ours asan staged staged-asan alone shared; do
 	log=$OUT/$b.log
 	: >"$log"
 	case $b in
-	staged) bin=$OUT/stress_data-ours cma=0 ;;
-	staged-asan) bin=$OUT/stress_data-asan cma=0 ;;
-	*) bin=$OUT/stress_data-$b cma= ;;
+	staged) bin=$OUT/stress_data-ours env=(FI_OXSHM_CMA=0) ;;
+	staged-asan) bin=$OUT/stress_data-asan env=(FI_OXSHM_CMA=0) ;;
+	alone) bin=$OUT/stress_data-ours env=(FI_OXSHM_SHARE=0) ;;
+	shared) bin=$OUT/stress_data-ours env=(FI_OXSHM_SHARE=1) ;;
+	*) bin=$OUT/stress_data-$b env=() ;;
 	esac
-	if [ -z "$cma" ]; then
+	if [ ${#env[@]} -eq 0 ]; then
 		rm -f "$bin"
 		compile "$b" "$bin" >>"$log" 2>&1 || true
 	fi
 	if [ ! -x "$bin" ]; then
 		why="build failed"
-	elif env ${cma:+FI_OXSHM_CMA=$cma} timeout "$LIMIT" "$bin" -t "$SECS" "${EXTRA[@]}" >>"$log" 2>&1; then
+	elif env "${env[@]}" timeout "$LIMIT" "$bin" -t "$SECS" "${EXTRA[@]}" >>"$log" 2>&1; then
 		echo "PASS stress $b: $(grep -o '[0-9]* operations in .*' "$log" | tail -n 1)"
 		grep -E '^stress_data: (writes|expected)' "$log" | sed 's/^stress_data: /    /'
 		continue

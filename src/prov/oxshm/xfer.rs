@@ -25,7 +25,9 @@
 //!   that both processes copy at once: every other operation of a stream
 //!   (more requests queued behind it), every other one from [`SPLIT_MIN`],
 //!   or half of a lone large one. The operation completes at both ends
-//!   when the initiator says its share is done.
+//!   when the initiator says its share is done. Whether sharing is faster
+//!   than copying alone depends on the machine: the target measures both
+//!   in turn and keeps the faster (`xfer/tune.rs`).
 //! - Where the kernel does not permit cross-memory attach between two
 //!   processes (Yama `ptrace_scope` 2 or 3, a peer that is not an ancestor
 //!   under scope 1 without PR_SET_PTRACER, `FI_OXSHM_CMA=0`), the bytes are
@@ -100,6 +102,7 @@ mod copy;
 mod inbox;
 mod post;
 mod staging;
+mod tune;
 use copy::*;
 
 /// Largest payload carried in the ring: sends, writes, read results and
@@ -179,6 +182,9 @@ pub const SPLIT_MIN: u64 = 64 * 1024;
 /// it (`fi_rma_pingpong -o write` at 64 KiB, 5 interleaved rounds: 19.2
 /// us in turn, 13.0 in halves, upstream 2.1.0 12.9).
 pub const HALVES_MIN: u64 = SPLIT_MIN;
+/// `FI_OXSHM_SHARE`, read once ([`tune`]).
+static SHARE_POLICY: once_cell::sync::Lazy<tune::Policy> =
+    once_cell::sync::Lazy::new(tune::Policy::from_env);
 /// Most target pieces a grant carries (more: the target copies it all).
 const GRANT_PIECES: usize = 64;
 
@@ -905,6 +911,8 @@ pub struct Xfer {
     /// Whose turn it is to copy the next whole operation of a backlog
     /// (true: the initiator's).
     turn: AtomicBool,
+    /// Whether shared copies pay on this machine ([`tune`]).
+    tuner: Lock<tune::Tuner>,
     /// Staged transfers into this endpoint, by id.
     inbound: Lock<HashMap<u64, Inbound>>,
     /// Staged transfers out of this endpoint, in the order they began.
@@ -1039,6 +1047,7 @@ impl Xfer {
             grants: Lock::new(HashMap::new()),
             next_grant: AtomicU64::new(1),
             turn: AtomicBool::new(false),
+            tuner: Lock::new(tune::Tuner::new(*SHARE_POLICY)),
             inbound: Lock::new(HashMap::new()),
             outbound: Lock::new(Vec::new()),
             has_deferred: AtomicBool::new(false),

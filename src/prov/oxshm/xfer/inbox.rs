@@ -358,6 +358,8 @@ impl Xfer {
     pub(super) fn initiator_share(&self, len: u64, mine: bool) -> u64 {
         if !mine {
             len
+        } else if !lock(&self.tuner).share(len, tune::now_ns()) {
+            0
         } else if len < HALVES_MIN || self.inbox.more_behind() {
             if self.turn.fetch_xor(true, Ordering::Relaxed) {
                 len
