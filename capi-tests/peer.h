@@ -356,4 +356,37 @@ struct peer_region {
 	uint64_t len;
 };
 
+/* Target: registers [buf, buf+len) with `access` and publishes it (key,
+ * first byte, length) to the initiator, which reads it with peer_get. */
+static inline int peer_publish_region(struct peer *p, void *buf, size_t len, uint64_t access,
+				      struct fid_mr **mr)
+{
+	CHECK_OK(fi_mr_reg(p->domain, buf, len, access, 0, 0, 0, mr, NULL));
+	struct peer_region r = { fi_mr_key(*mr), (uint64_t)(uintptr_t)buf, len };
+	peer_put(p, &r, sizeof(r));
+	return 0;
+}
+
+typedef int (*peer_side_fn)(struct peer *p);
+
+/* Opens both sides, runs `target` in the child and `init` in the parent;
+ * the child never returns into the caller. 0 when both sides passed. */
+static inline int peer_pair(int mr_mode, uint64_t caps, peer_side_fn target, peer_side_fn init)
+{
+	struct peer p;
+	if (peer_open(&p, mr_mode, caps)) {
+		if (p.child > 0) {
+			kill(p.child, SIGKILL);
+			waitpid(p.child, NULL, 0);
+		}
+		return 1;
+	}
+	if (p.is_target) {
+		int rc = peer_close(&p, target(&p));
+		fflush(NULL);
+		_exit(rc ? 1 : 0);
+	}
+	return peer_close(&p, init(&p));
+}
+
 #endif

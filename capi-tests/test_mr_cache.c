@@ -748,24 +748,11 @@ static int imported_monitor(void)
 
 #define MODE (FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED)
 
-typedef int (*side_fn)(struct peer *p);
+typedef peer_side_fn side_fn;
 
 static int pair(side_fn target, side_fn init)
 {
-	struct peer p;
-	if (peer_open(&p, MODE, FI_RMA | FI_MSG)) {
-		if (p.child > 0) {
-			kill(p.child, SIGKILL);
-			waitpid(p.child, NULL, 0);
-		}
-		return 1;
-	}
-	if (p.is_target) {
-		int rc = peer_close(&p, target(&p));
-		fflush(NULL);
-		_exit(rc ? 1 : 0);
-	}
-	return peer_close(&p, init(&p));
+	return peer_pair(MODE, FI_RMA | FI_MSG, target, init);
 }
 
 static int publish(struct peer *p, struct fid_mr *mr, const void *b)

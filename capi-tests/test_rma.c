@@ -13,17 +13,6 @@ static uint64_t raddr(struct peer *p, const struct peer_region *r, uint64_t off)
 	return (p->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ? r->base + off : off;
 }
 
-/* The target's side of a simple exchange: register `buf`, publish it, wait
- * for the initiator to finish, report the remote counters. */
-static int target_region(struct peer *p, void *buf, size_t len, uint64_t access,
-			 struct fid_mr **mr)
-{
-	CHECK_OK(fi_mr_reg(p->domain, buf, len, access, 0, 0, 0, mr, NULL));
-	struct peer_region r = { fi_mr_key(*mr), (uint64_t)(uintptr_t)buf, len };
-	peer_put(p, &r, sizeof(r));
-	return 0;
-}
-
 static int sizes_roundtrip(void)
 {
 	struct peer p;
@@ -34,7 +23,7 @@ static int sizes_roundtrip(void)
 	int rc = 0;
 	if (p.is_target) {
 		struct fid_mr *mr;
-		CHECK_OK(target_region(&p, buf, BUF, FI_REMOTE_READ | FI_REMOTE_WRITE, &mr));
+		CHECK_OK(peer_publish_region(&p, buf, BUF, FI_REMOTE_READ | FI_REMOTE_WRITE, &mr));
 		CHECK_OK(peer_sync(&p)); /* writes done */
 		peer_fill(buf, BUF, 7);
 		CHECK_OK(peer_sync(&p)); /* reads may start */
@@ -87,7 +76,7 @@ static int wrong_key_is_refused(void)
 	memset(buf, 0xAA, sizeof(buf));
 	if (p.is_target) {
 		struct fid_mr *mr;
-		CHECK_OK(target_region(&p, buf, sizeof(buf), FI_REMOTE_WRITE, &mr));
+		CHECK_OK(peer_publish_region(&p, buf, sizeof(buf), FI_REMOTE_WRITE, &mr));
 		CHECK_OK(peer_sync(&p));
 		for (size_t i = 0; i < sizeof(buf); i++)
 			CHECK(buf[i] == 0xAA);

@@ -78,30 +78,11 @@ static int untouched(const unsigned char *b, size_t n, unsigned seed, const char
 
 /* ------------------------------------------------------- two sides -- */
 
-typedef int (*side_fn)(struct peer *p);
+typedef peer_side_fn side_fn;
 
-/* Opens both sides, runs `target` in the child and `init` in the parent.
- * The child never returns into the case table. */
 static int pair_caps(int mr_mode, uint64_t caps, side_fn target, side_fn init)
 {
-	struct peer p;
-	if (peer_open(&p, mr_mode, caps)) {
-		if (p.is_target) {
-			fflush(NULL);
-			_exit(1);
-		}
-		if (p.child > 0) {
-			kill(p.child, SIGKILL);
-			waitpid(p.child, NULL, 0);
-		}
-		return 1;
-	}
-	if (p.is_target) {
-		int rc = peer_close(&p, target(&p));
-		fflush(NULL);
-		_exit(rc ? 1 : 0);
-	}
-	return peer_close(&p, init(&p));
+	return peer_pair(mr_mode, caps, target, init);
 }
 
 static int pair(int mr_mode, side_fn target, side_fn init)

@@ -30,11 +30,22 @@ impl<T> std::ops::Deref for Padded<T> {
 
 pub(crate) struct Chunks<T, const BASE: u32, const FIXED: u32> {
     /// Chunk `c`: NULL, or the first of `chunk_len(c)` elements (a leaked
-    /// `Box<[T]>`, freed on drop).
+    /// `Box<[T]>`, freed on drop, or a part of `flat`).
     chunks: Box<[AtomicPtr<T>]>,
+    /// Storage given by the creator for the first `flat_len` elements
+    /// ([`Chunks::new_in`]): the chunks that lie wholly inside it are
+    /// placed there, at their index, instead of allocated.
+    flat: *mut T,
+    flat_len: usize,
     /// The array owns its elements (and is `Send`/`Sync` as they are).
     _own: PhantomData<Box<[T]>>,
 }
+
+// SAFETY: `flat` is storage the array uses as it uses its own chunks
+// (new_in's contract): the array is Send and Sync as its elements are.
+unsafe impl<T: Send + Sync, const BASE: u32, const FIXED: u32> Send for Chunks<T, BASE, FIXED> {}
+// SAFETY: as above.
+unsafe impl<T: Send + Sync, const BASE: u32, const FIXED: u32> Sync for Chunks<T, BASE, FIXED> {}
 
 impl<T, const BASE: u32, const FIXED: u32> Chunks<T, BASE, FIXED> {
     const OK: () = assert!(BASE <= FIXED && FIXED < usize::BITS);
@@ -48,8 +59,43 @@ impl<T, const BASE: u32, const FIXED: u32> Chunks<T, BASE, FIXED> {
             chunks: (0..=last)
                 .map(|_| AtomicPtr::new(std::ptr::null_mut()))
                 .collect(),
+            flat: std::ptr::null_mut(),
+            flat_len: 0,
             _own: PhantomData,
         }
+    }
+
+    /// As [`Chunks::new`], with the elements `[0, flat_len)` (as far as
+    /// whole chunks reach) at `flat + index`: another process that maps
+    /// the same memory finds element `i` there.
+    ///
+    /// # Safety
+    /// `flat` points to `flat_len` elements' worth of zeroed memory,
+    /// aligned for `T`, that stays mapped (and is not otherwise written
+    /// from this process) while the array lives; all-zero bytes are a
+    /// valid `T` equal to `T::default()`.
+    pub(crate) unsafe fn new_in(limit: usize, flat: *mut T, flat_len: usize) -> Self {
+        let mut c = Self::new(limit);
+        c.flat = flat;
+        c.flat_len = flat_len;
+        c
+    }
+
+    /// The first index of chunk `c`.
+    fn chunk_start(c: usize) -> usize {
+        let steps = (FIXED - BASE) as usize;
+        if c == 0 {
+            0
+        } else if c <= steps {
+            1 << (BASE as usize + c - 1)
+        } else {
+            (c - steps) << FIXED
+        }
+    }
+
+    /// Whether chunk `c` lives in the creator's storage.
+    fn in_flat(&self, c: usize) -> bool {
+        !self.flat.is_null() && Self::chunk_start(c) + Self::chunk_len(c) <= self.flat_len
     }
 
     #[inline(always)]
@@ -111,17 +157,31 @@ impl<T, const BASE: u32, const FIXED: u32> Chunks<T, BASE, FIXED> {
         let (c, off) = Self::locate(i);
         let cell = self.chunks.get(c)?;
         let mut p = cell.load(Ordering::Acquire);
+        // Publishes `fresh` as chunk c, or returns the chunk another
+        // writer published first.
+        let publish = |fresh: *mut T| {
+            cell.compare_exchange(
+                std::ptr::null_mut(),
+                fresh,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+        };
+        if p.is_null() && self.in_flat(c) {
+            // SAFETY: the chunk lies inside `flat` (new_in's contract);
+            // every writer publishes the same pointer.
+            let fresh = unsafe { self.flat.add(Self::chunk_start(c)) };
+            p = match publish(fresh) {
+                Ok(_) => fresh,
+                Err(won) => won,
+            };
+        }
         if p.is_null() {
             let fresh: Box<[T]> = std::iter::repeat_with(T::default)
                 .take(Self::chunk_len(c))
                 .collect();
             let fresh = Box::into_raw(fresh) as *mut T;
-            p = match cell.compare_exchange(
-                std::ptr::null_mut(),
-                fresh,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
+            p = match publish(fresh) {
                 Ok(_) => fresh,
                 Err(won) => {
                     // Another writer published this chunk first.
@@ -161,9 +221,10 @@ impl<T, const BASE: u32, const FIXED: u32> Chunks<T, BASE, FIXED> {
 
 impl<T, const BASE: u32, const FIXED: u32> Drop for Chunks<T, BASE, FIXED> {
     fn drop(&mut self) {
+        let flat: Vec<bool> = (0..self.chunks.len()).map(|c| self.in_flat(c)).collect();
         for (c, cell) in self.chunks.iter_mut().enumerate() {
             let p = *cell.get_mut();
-            if !p.is_null() {
+            if !p.is_null() && !flat[c] {
                 // SAFETY: a published chunk, owned here.
                 drop(unsafe { Self::reclaim(p, c) });
             }
@@ -190,6 +251,33 @@ mod tests {
         assert!(c.get(1 << 20).is_none());
         assert_eq!(c.slice(16, 16).unwrap().len(), 16);
         assert!(c.slice(16, 17).is_none(), "crosses a chunk");
+    }
+
+    #[test]
+    fn chunks_inside_given_storage_are_placed_at_their_index() {
+        // 40 elements given: chunks [0,4) [4,8) [8,16) [16,32) fit, the
+        // chunk [32,64) does not and is allocated.
+        let mut flat = vec![0u64; 40];
+        let base = flat.as_mut_ptr() as *mut AtomicU64;
+        // SAFETY: 40 zeroed u64s, alive until the end of the test.
+        let c: Chunks<AtomicU64, 2, 6> = unsafe { Chunks::new_in(100, base, 40) };
+        for i in 0..100 {
+            c.get_or_alloc(i)
+                .unwrap()
+                .store(i as u64 + 1, Ordering::Relaxed);
+        }
+        for (i, &x) in flat[..32].iter().enumerate() {
+            assert_eq!(x, i as u64 + 1, "element {i} in the given storage");
+        }
+        assert!(
+            flat[32..].iter().all(|&x| x == 0),
+            "[32, 64) is its own chunk"
+        );
+        for i in 0..100 {
+            assert_eq!(c.get(i).unwrap().load(Ordering::Relaxed), i as u64 + 1);
+        }
+        drop(c);
+        assert_eq!(flat[5], 6, "the given storage is not freed");
     }
 
     #[test]

@@ -77,6 +77,11 @@ impl KeyCodec {
         }
     }
 
+    /// Bytes of the keys.
+    pub(crate) fn key_size(&self) -> usize {
+        (self.bits / 8) as usize
+    }
+
     pub(crate) fn slot_bits(&self) -> u32 {
         self.slot_bits
     }

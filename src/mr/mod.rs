@@ -13,7 +13,8 @@
 //!   `index.rs`: requested keys.
 //! - `iov.rs`: iov lists of multi-iov regions.
 //! - `registry.rs`: register, close, enable, bind, sub-regions, statistics.
-//! - `verify.rs`: the read path, and how multi-iov regions are addressed.
+//! - `verify.rs`: the read path, and how multi-iov regions are addressed;
+//!   `remote.rs` the same check made by another process over shared slots.
 //! - `raw.rs`: the raw key format.
 //! - `cache.rs`: the registration cache (pinnings in LRU order, limits,
 //!   range lookup, invalidation); the pinning itself is the provider's.
@@ -27,6 +28,7 @@ pub mod raw;
 pub mod refs;
 mod region;
 pub mod registry;
+pub mod remote;
 mod slot;
 pub mod verify;
 
@@ -41,3 +43,8 @@ pub use raw::{RawFields, RawKey, RAW_KEY_SIZE};
 pub use region::{Access, Bindings, Handle, RegFlags, RegionInfo, Request};
 pub use registry::{CheckedIovs, Config, IovFault, Registry, Stats, KEY_NOTAVAIL};
 pub use verify::Target;
+
+/// A word that tells this process's live threads apart (one load); the
+/// shim's build, which has no provider, does not use it.
+#[cfg_attr(feature = "shim", allow(unused_imports))]
+pub(crate) use slot::thread_word;

@@ -218,6 +218,32 @@ impl Registry {
     /// A registry; `Error::INVAL` for a key size outside 1..=8 or an iov
     /// limit outside 1..=[`MAX_IOVS`].
     pub fn with_config(cfg: Config) -> Result<Registry> {
+        Self::build(cfg, None)
+    }
+
+    /// As [`Registry::with_config`], with the slots of the first `bytes /
+    /// 64` regions in `mem`: memory the caller shares with other processes
+    /// so that they can check accesses to those regions themselves
+    /// ([`super::remote::RemoteSlots`]).
+    ///
+    /// # Safety
+    /// `mem` is 64-byte aligned, zeroed and `bytes` long; it stays mapped,
+    /// and nothing in this process writes it but the registry, for as long
+    /// as the registry lives.
+    pub unsafe fn with_config_in(cfg: Config, mem: *mut u8, bytes: usize) -> Result<Registry> {
+        if mem.is_null() || mem as usize % 64 != 0 {
+            return Err(Error::INVAL);
+        }
+        Self::build(cfg, Some((mem, bytes / 64)))
+    }
+
+    /// The key size and secret another process needs to decode this
+    /// registry's provider keys ([`super::remote::RemoteSlots::new`]).
+    pub fn key_params(&self) -> (usize, u64) {
+        (self.codec.key_size(), self.secret)
+    }
+
+    fn build(cfg: Config, mem: Option<(*mut u8, usize)>) -> Result<Registry> {
         if !(1..=8).contains(&cfg.key_size) || !(1..=MAX_IOVS).contains(&cfg.max_iovs) {
             return Err(Error::INVAL);
         }
@@ -227,7 +253,11 @@ impl Registry {
         let codec = KeyCodec::new(cfg.key_size, secret);
         let limit = cfg.max_regions.min(1 << codec.slot_bits()).max(1);
         Ok(Registry {
-            slots: Slots::new(limit),
+            slots: match mem {
+                // SAFETY: with_config_in's contract.
+                Some((p, n)) => unsafe { Slots::new_in(limit, p, n) },
+                None => Slots::new(limit),
+            },
             index: (!cfg.prov_keys).then(|| Index::new(secret)),
             codec,
             pool: IovPool::new(),

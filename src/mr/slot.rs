@@ -214,7 +214,7 @@ struct Kept {
 /// x86-64 TLS ABI keeps at `%fs:0` (one load, where the thread-local
 /// storage of a shared library costs a call).
 #[inline(always)]
-fn thread_word() -> u64 {
+pub(crate) fn thread_word() -> u64 {
     #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
     {
         let tp: u64;
@@ -240,6 +240,22 @@ impl Slots {
     pub(crate) fn new(limit: usize) -> Slots {
         Slots {
             slots: Chunks::new(limit),
+            limit,
+            free: Padded::default(),
+            kept: Default::default(),
+        }
+    }
+
+    /// As [`Slots::new`], with slots `[0, n)` (as far as whole chunks
+    /// reach) at `mem + 64 * index`.
+    ///
+    /// # Safety
+    /// As [`Chunks::new_in`]: `mem` is 64-byte aligned, zeroed, `64 * n`
+    /// bytes, mapped while the slots live.
+    pub(crate) unsafe fn new_in(limit: usize, mem: *mut u8, n: usize) -> Slots {
+        Slots {
+            // SAFETY: per the contract; an all-zero Slot is Slot::default().
+            slots: unsafe { Chunks::new_in(limit, mem as *mut Slot, n) },
             limit,
             free: Padded::default(),
             kept: Default::default(),

@@ -281,6 +281,18 @@ impl Registry {
 /// The piece of an access to a region held in its slot alone.
 #[inline]
 fn inline(snap: &Snap, addr: u64, len: u64) -> Option<Pieces> {
+    let (start, len) = inline_range(snap, addr, len)?;
+    Some(if len == 0 {
+        Pieces::Empty
+    } else {
+        Pieces::One((start, len))
+    })
+}
+
+/// The bytes `(address, length)` an access of `len` at `addr` touches in
+/// a region held in its slot alone, if the range lies in it.
+#[inline]
+pub(crate) fn inline_range(snap: &Snap, addr: u64, len: u64) -> Option<(u64, u64)> {
     let end = addr.checked_add(len)?;
     let start = if snap.flags().contains(RegFlags::VIRT_ADDR) {
         if addr < snap.base || end > snap.base.saturating_add(snap.len) {
@@ -293,9 +305,5 @@ fn inline(snap: &Snap, addr: u64, len: u64) -> Option<Pieces> {
         }
         snap.base.wrapping_add(addr)
     };
-    Some(if len == 0 {
-        Pieces::Empty
-    } else {
-        Pieces::One((start, len))
-    })
+    Some((start, len))
 }

@@ -61,6 +61,10 @@ pub struct Domain {
     /// Pinned mode (FI_OXSHM_PIN): the registration cache and each MR's
     /// pinnings; None when registrations are not pinned.
     pub pins: Option<super::pin::DomainPins>,
+    /// The memfd holding the slots of the first regions, which initiators
+    /// check direct RMA against (`direct.rs`). Declared after `registry`,
+    /// which uses its memory: dropped after it.
+    pub table: Option<super::direct::Table>,
 }
 
 // SAFETY: #[repr(C)] with fid_domain (which starts with struct fid) first.
@@ -193,14 +197,32 @@ pub unsafe fn open(
         );
         return Err(Error::INVAL);
     }
-    let registry = Registry::with_config(Config {
+    let cfg = Config {
         key_size: super::info::MR_KEY_SIZE,
         prov_keys: mr_mode & FI_MR_PROV_KEY != 0,
         // Provider keys' secret: random, never zero.
         secret: Some(super::random_u64() | 1),
         max_regions: super::info::MR_CNT,
         max_iovs: iov_limit,
-    })?;
+    };
+    // Direct RMA (direct.rs) needs provider keys, which an initiator can
+    // decode, and regions reachable through any endpoint.
+    let table = (cfg.prov_keys && mr_mode & FI_MR_ENDPOINT == 0)
+        .then(super::direct::Table::create)
+        .flatten();
+    let registry = match &table {
+        Some(t) => {
+            let (mem, bytes) = t.slots();
+            // SAFETY: the table's slot memory is zeroed, 64-byte aligned
+            // (page-aligned), written only by this registry, and mapped
+            // until the table drops, after the registry (field order).
+            let r = unsafe { Registry::with_config_in(cfg, mem, bytes) }?;
+            let (key_size, secret) = r.key_params();
+            t.publish(key_size, secret);
+            r
+        }
+        None => Registry::with_config(cfg)?,
+    };
     let auth_digest = auth_key.as_deref().map(|k| registry.auth_digest(k));
     let mut reg_flags = crate::mr::RegFlags::empty();
     if mr_mode & FI_MR_VIRT_ADDR != 0 {
@@ -241,6 +263,7 @@ pub unsafe fn open(
         xfers: std::sync::RwLock::new(Vec::new()),
         n_xfers: std::sync::atomic::AtomicUsize::new(0),
         pins: super::pin::DomainPins::open(super::info::MR_CNT),
+        table,
     });
     Ok(Box::into_raw(d) as *mut fid_domain)
 }
@@ -323,6 +346,10 @@ impl Domain {
         // instruction on the close path beyond the CAS itself.
         if self.active.load(Ordering::SeqCst) != 0 {
             self.quiesce_slow();
+        }
+        // Direct copies by initiators (direct.rs), by the same argument.
+        if let Some(t) = &self.table {
+            t.quiesce();
         }
     }
 

@@ -6,6 +6,7 @@ pub mod atomics;
 pub mod av;
 pub mod cntr;
 pub mod cq;
+pub mod direct;
 pub mod domain;
 pub mod ep;
 pub mod eq;

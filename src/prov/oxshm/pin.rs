@@ -478,7 +478,13 @@ impl DomainPins {
     /// slot `slot` would touch pages that no longer have the frames recorded
     /// at registration.
     pub fn stale(&self, slot: u32, pieces: &[(u64, u64)]) -> bool {
-        self.mode == Mode::Check && pieces.iter().any(|&(a, l)| !self.frames_match(slot, a, l))
+        self.checks_frames() && pieces.iter().any(|&(a, l)| !self.frames_match(slot, a, l))
+    }
+
+    /// FI_OXSHM_PIN=check: every remote access is checked against the
+    /// frames recorded at registration.
+    pub fn checks_frames(&self) -> bool {
+        self.mode == Mode::Check
     }
 
     pub fn close(&self) {

@@ -104,7 +104,7 @@ const _: () = assert!(CELL_DATA < SPILLED as usize && SMALL_DATA < CELL_DATA);
 
 const MAGIC: u64 = u64::from_be_bytes(*b"oxshmSG1");
 /// Version of this layout; a peer with another one is refused.
-const LAYOUT: u32 = 8;
+const LAYOUT: u32 = 9;
 
 /// What a message means to an owner asleep on its wake-up socket.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -166,6 +166,12 @@ pub struct Header {
     tail: AtomicU64,
     _pad2: [u8; 120],
     head: AtomicU64,
+    _pad3: [u8; 120],
+    /// The owner's domain's shared-slot memfd (`direct.rs`), -1 for none,
+    /// and 1 in `direct` when initiators may copy bulk RMA themselves
+    /// after checking it (written before `magic`).
+    table_fd: std::sync::atomic::AtomicI32,
+    direct: AtomicU32,
 }
 
 const _: () = assert!(std::mem::size_of::<CellHead>() == CELL_HEAD);
@@ -468,8 +474,10 @@ impl Segment {
         unsafe { &*(self.cell(pos) as *const CellHead) }
     }
 
-    /// Creates the segment of `addr` (this process's endpoint).
-    pub fn create(addr: &Address) -> Result<Segment> {
+    /// Creates the segment of `addr` (this process's endpoint); `direct`:
+    /// the memfd of its domain's shared slots, when initiators may copy
+    /// bulk RMA to it directly.
+    pub fn create(addr: &Address, direct: Option<i32>) -> Result<Segment> {
         let name = CString::new(addr.segment_name()).map_err(|_| Error::INVAL)?;
         // SAFETY: name is NUL-terminated.
         let fd = unsafe {
@@ -515,9 +523,19 @@ impl Segment {
         h.probe
             .store(&h.probe as *const AtomicU64 as u64, Ordering::Relaxed);
         h.state.store(ALIVE, Ordering::Relaxed);
+        h.table_fd.store(direct.unwrap_or(-1), Ordering::Relaxed);
+        h.direct
+            .store(u32::from(direct.is_some()), Ordering::Relaxed);
         h.layout.store(LAYOUT, Ordering::Relaxed);
         h.magic.store(MAGIC, Ordering::Release);
         Ok(seg)
+    }
+
+    /// The memfd of the owner's shared slots, when it lets initiators copy
+    /// bulk RMA directly (`direct.rs`).
+    pub fn direct_table(&self) -> Option<i32> {
+        let h = self.header();
+        (h.direct.load(Ordering::Relaxed) == 1).then(|| h.table_fd.load(Ordering::Relaxed))
     }
 
     /// Maps the segment of a peer's `addr`: -FI_ENOENT when there is none
@@ -1294,7 +1312,7 @@ mod tests {
     #[test]
     fn a_claim_publishes_what_it_commits_and_an_empty_message_when_dropped() {
         let a = addr(40);
-        let own = Segment::create(&a).unwrap();
+        let own = Segment::create(&a, None).unwrap();
         let peer = Segment::open(&a).unwrap();
         let mut c = peer.claim(16).unwrap();
         c.data()[..5].copy_from_slice(b"hello");
@@ -1311,7 +1329,7 @@ mod tests {
     #[test]
     fn ring_delivers_in_order_and_fills() {
         let a = addr(1);
-        let own = Segment::create(&a).unwrap();
+        let own = Segment::create(&a, None).unwrap();
         let peer = Segment::open(&a).unwrap();
         for i in 0..CELLS as u32 {
             peer.send(&[&i.to_ne_bytes(), b"xyz"], Urgency::Request)
@@ -1332,7 +1350,7 @@ mod tests {
     #[test]
     fn long_messages_spill_and_short_ones_stay_in_their_cell_in_order() {
         let a = addr(9);
-        let own = Segment::create(&a).unwrap();
+        let own = Segment::create(&a, None).unwrap();
         let peer = Segment::open(&a).unwrap();
         // Around the boundary, the largest, and a long room that the
         // filler uses only a little of (spilled, yet short).
@@ -1365,7 +1383,7 @@ mod tests {
     #[test]
     fn the_last_consumed_cell_goes_back_one_message_late() {
         let a = addr(7);
-        let own = Segment::create(&a).unwrap();
+        let own = Segment::create(&a, None).unwrap();
         let peer = Segment::open(&a).unwrap();
         peer.send(&[b"one"], Urgency::Request).unwrap();
         assert!(own.recv(|m| assert_eq!(m, b"one")));
@@ -1398,7 +1416,7 @@ mod tests {
     #[test]
     fn a_claim_left_by_a_dead_producer_is_skipped() {
         let a = addr(8);
-        let own = Segment::create(&a).unwrap();
+        let own = Segment::create(&a, None).unwrap();
         let peer = Segment::open(&a).unwrap();
         // A producer that died between its claim and its publication: the
         // cell is claimed (tail moved on) and carries a pid that is gone.
@@ -1439,7 +1457,7 @@ mod tests {
     #[test]
     fn many_producers_lose_nothing() {
         let a = addr(2);
-        let own = Segment::create(&a).unwrap();
+        let own = Segment::create(&a, None).unwrap();
         let peers: Vec<Segment> = (0..4).map(|_| Segment::open(&a).unwrap()).collect();
         let n = 5000u32;
         let mut seen = vec![0u32; 4];
@@ -1477,7 +1495,7 @@ mod tests {
     #[test]
     fn closed_segment_is_gone_and_reported() {
         let a = addr(3);
-        let own = Segment::create(&a).unwrap();
+        let own = Segment::create(&a, None).unwrap();
         let peer = Segment::open(&a).unwrap();
         assert!(!peer.owner_gone());
         drop(own);
@@ -1488,8 +1506,8 @@ mod tests {
     #[test]
     fn a_second_segment_for_one_address_is_refused() {
         let a = addr(4);
-        let _own = Segment::create(&a).unwrap();
-        assert_eq!(Segment::create(&a).err(), Some(Error::ADDRINUSE));
+        let _own = Segment::create(&a, None).unwrap();
+        assert_eq!(Segment::create(&a, None).err(), Some(Error::ADDRINUSE));
     }
 
     fn readable(fd: libc::c_int) -> bool {
@@ -1505,7 +1523,7 @@ mod tests {
     #[test]
     fn armed_owner_is_woken_by_the_next_request() {
         let a = addr(5);
-        let own = Segment::create(&a).unwrap();
+        let own = Segment::create(&a, None).unwrap();
         let peer = Segment::open(&a).unwrap();
         let (fd, _) = own.wake_fd().expect("a wake-up socket");
         // Unarmed: senders write nothing.

@@ -13,6 +13,16 @@
 //! arrives, so every completion is a delivery completion and a refused
 //! access completes in error at the initiator with the target's reason.
 //!
+//! - **Direct RMA** (`direct.rs`): a write or read from
+//!   [`super::direct::DIRECT_MIN`] bytes whose region is plain (one range,
+//!   no authorization key, not single-use, no counter bound) is checked by
+//!   the initiator itself against the target's registrations, whose first
+//!   slots the target's domain keeps in shared memory, and copied with one
+//!   cross-memory call, with no request at all; the region's close waits
+//!   for such copies as for the target's own. Anything the check does not
+//!   settle (a refusal included) goes to the target as below, which
+//!   verifies, refuses, counts and logs it. Targets that count accepted
+//!   accesses (a remote counter bound) keep the request path.
 //! - Small payloads (at most [`INLINE`] bytes) travel in the ring cell: a
 //!   write or a send is one copy in and one copy out, no system call.
 //! - Larger payloads move in one cross-memory copy done by the target:
@@ -182,6 +192,9 @@ pub const SPLIT_MIN: u64 = 64 * 1024;
 /// it (`fi_rma_pingpong -o write` at 64 KiB, 5 interleaved rounds: 19.2
 /// us in turn, 13.0 in halves, upstream 2.1.0 12.9).
 pub const HALVES_MIN: u64 = SPLIT_MIN;
+/// `FI_OXSHM_DIRECT=0` turns direct RMA off (`direct.rs`).
+static DIRECT: once_cell::sync::Lazy<bool> =
+    once_cell::sync::Lazy::new(|| std::env::var("FI_OXSHM_DIRECT").map_or(true, |v| v != "0"));
 /// `FI_OXSHM_SHARE`, read once ([`tune`]).
 static SHARE_POLICY: once_cell::sync::Lazy<tune::Policy> =
     once_cell::sync::Lazy::new(tune::Policy::from_env);
@@ -862,6 +875,9 @@ struct Peer {
     seg: Segment,
     /// This process may copy to and from the peer's memory.
     cma: bool,
+    /// The peer's domain's shared slots, once a direct RMA looked for them
+    /// (`direct.rs`; None: none, or not reachable).
+    table: std::sync::OnceLock<Option<super::direct::PeerTable>>,
 }
 
 /// An endpoint's transport, from `fi_enable` to `fi_close`.
@@ -1016,12 +1032,25 @@ impl Xfer {
         }
     }
 
+    /// The memfd initiators may check bulk RMA against, when they may copy
+    /// it directly to and from this endpoint (`direct.rs`): its domain
+    /// shares its slots, and nothing at this endpoint counts accepted
+    /// accesses (a remote counter), which a direct copy would not tell it.
+    fn direct_table(ep: &Ep) -> Option<i32> {
+        let d = ep.domain();
+        let t = d.table.as_ref()?;
+        let b = &ep.enabled()?.bindings;
+        let counted = b.cntr(C_REMOTE_WRITE).is_some() || b.cntr(C_REMOTE_READ).is_some();
+        let checked = d.pins.as_ref().is_some_and(|p| p.checks_frames());
+        (!counted && !checked && *DIRECT).then(|| t.fd())
+    }
+
     /// Sets up the transport of an endpoint being enabled: its inbox and
     /// its progress thread.
     pub fn start(ep: &Ep, addr: Address) -> Result<Arc<Xfer>> {
         shm::reap();
         allow_peers_cma();
-        let inbox = Segment::create(&addr)?;
+        let inbox = Segment::create(&addr, Self::direct_table(ep))?;
         let x = Arc::new(Xfer {
             addr,
             inbox,
@@ -1307,7 +1336,11 @@ impl Xfer {
                 "cross-memory attach to peer {a} is not permitted: bulk copies to and from it go through shared memory"
             );
         }
-        let p = Arc::new(Peer { seg, cma });
+        let p = Arc::new(Peer {
+            seg,
+            cma,
+            table: std::sync::OnceLock::new(),
+        });
         lock(&self.peers).insert(*a, Arc::clone(&p));
         Ok(p)
     }
@@ -1581,11 +1614,15 @@ mod tests {
             nonce: 0x0fed_cba9_8765_4321 ^ id as u64,
         };
         let (a, b) = (addr(1), addr(2));
-        let (_own_a, _own_b) = (Segment::create(&a).unwrap(), Segment::create(&b).unwrap());
+        let (_own_a, _own_b) = (
+            Segment::create(&a, None).unwrap(),
+            Segment::create(&b, None).unwrap(),
+        );
         let peer = |x: &Address| {
             Arc::new(Peer {
                 seg: Segment::open(x).unwrap(),
                 cma: true,
+                table: Default::default(),
             })
         };
         let (pa, pb) = (peer(&a), peer(&b));

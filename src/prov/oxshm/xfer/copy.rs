@@ -68,6 +68,41 @@ pub(super) fn to_iovecs(v: &[(u64, u64)]) -> Vec<libc::iovec> {
         .collect()
 }
 
+/// A direct RMA's copy (`direct.rs`): `local` (at most [`IOV_MAX`]
+/// buffers of this process) to or from `len` bytes at `at` in process
+/// `pid`, in one system call with the iovecs on the stack. False when the
+/// kernel refused or moved fewer bytes (the caller then asks the target;
+/// nothing is logged here).
+pub(super) fn direct_copy(pid: u32, local: &[(u64, u64)], at: u64, len: u64, pull: bool) -> bool {
+    if local.len() > IOV_MAX {
+        return false;
+    }
+    let mut l = [libc::iovec {
+        iov_base: std::ptr::null_mut(),
+        iov_len: 0,
+    }; IOV_MAX];
+    for (d, &(a, n)) in l.iter_mut().zip(local) {
+        *d = libc::iovec {
+            iov_base: a as *mut c_void,
+            iov_len: n as usize,
+        };
+    }
+    let r = libc::iovec {
+        iov_base: at as *mut c_void,
+        iov_len: len as usize,
+    };
+    // SAFETY: the local iovs name this process's buffers (the caller's
+    // operation); the kernel checks the remote one against process pid.
+    let n = unsafe {
+        if pull {
+            libc::process_vm_readv(pid as i32, l.as_ptr(), local.len() as u64, &r, 1, 0)
+        } else {
+            libc::process_vm_writev(pid as i32, l.as_ptr(), local.len() as u64, &r, 1, 0)
+        }
+    };
+    n >= 0 && n as u64 == len
+}
+
 /// One cross-memory copy between `local` (this process) and `remote`
 /// (process `pid`): `pull` reads the remote iovs into the local ones.
 /// Succeeds only when all `len` bytes moved.

@@ -29,6 +29,11 @@ impl Xfer {
             } => (K_ATOMIC, C_WRITE),
             OpKind::Atomic { .. } => (K_ATOMIC, C_READ),
         };
+        if matches!(p.kind, OpKind::Write | OpKind::Read)
+            && self.direct(p, &dest, len, report, cntr)
+        {
+            return Ok(());
+        }
         let auth = &self.auth;
         if auth.len() > AUTH_MAX {
             crate::ox_log!(
@@ -248,6 +253,65 @@ impl Xfer {
         }
     }
 
+    /// A bulk write or read copied by this process with one cross-memory
+    /// call, after checking it against the target's shared slots
+    /// (`direct.rs`), and completed here: true when done so. False: the
+    /// request path takes it (a region or an access that the check leaves
+    /// to the target, a refusal, a copy that failed, or a target that does
+    /// not share its slots).
+    fn direct(&self, p: &Post<'_>, dest: &Address, len: u64, report: bool, cntr: usize) -> bool {
+        if len < super::super::direct::DIRECT_MIN
+            || p.data.is_some()
+            || !self.auth.is_empty()
+            || (p.flags & FI_INJECT != 0 && len as usize > INLINE)
+        {
+            return false;
+        }
+        let Ok(peer) = self.peer(dest) else {
+            return false;
+        };
+        if !peer.cma || peer.seg.owner_closed() || self.is_dead(dest) {
+            return false;
+        }
+        let Some(fd) = peer.seg.direct_table() else {
+            return false;
+        };
+        let pid = peer.seg.hdr().pid.load(Ordering::Relaxed);
+        let Some(table) = peer
+            .table
+            .get_or_init(|| super::super::direct::PeerTable::open(pid, fd))
+        else {
+            return false;
+        };
+        let read = p.kind == OpKind::Read;
+        let want = if read {
+            Access::REMOTE_READ
+        } else {
+            Access::REMOTE_WRITE
+        };
+        let copied = table.access(p.key, p.addr, len, want, |at| {
+            direct_copy(table.pid(), p.local, at, len, read)
+        });
+        if copied != Some(true) {
+            return false;
+        }
+        let op = Pending {
+            context: p.context,
+            cflags: cflags(&p.kind),
+            len,
+            report,
+            cntr,
+            sink: Vec::new(),
+            bulk: None,
+            peer: *dest,
+            tag: 0,
+            data: 0,
+        };
+        // Never in flight: complete now, as an inline message is.
+        self.completed(op, Ok(()));
+        true
+    }
+
     /// The common small transfers, on a short path: one buffer carried
     /// inline to a peer already met, complete once it is in the target's
     /// inbox, which answers nothing ([`W_NOACK`]):
@@ -266,7 +330,11 @@ impl Xfer {
         if q.len > INLINE || self.auth.len() > AUTH_MAX {
             return None;
         }
-        if q.write.is_some() && (!q.silent || self.cntr(C_WRITE).is_some()) {
+        if q.write.is_some()
+            && (!q.silent
+                || self.cntr(C_WRITE).is_some()
+                || q.len as u64 >= super::super::direct::DIRECT_MIN)
+        {
             return None;
         }
         let dest = match self.resolve(q.dest) {

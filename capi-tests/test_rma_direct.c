@@ -1,0 +1,383 @@
+/*
+ * Direct RMA (oxshm): a bulk write or read whose region the initiator can
+ * check in the target's shared slots is copied by the initiator with one
+ * cross-memory call, without a request to the target. These cases hold it
+ * to the same rules as the request path:
+ *
+ * - direct_needs_no_target: with the target process stopped (SIGSTOP), a
+ *   64 KiB write and read through a plain region still complete, with the
+ *   right bytes; an access the check leaves to the target (a missing
+ *   right) completes only once the target runs again, in error
+ *   (FI_EACCES), and touches nothing.
+ * - refusals: a wrong key, a range past the end, a missing right and a
+ *   closed region complete in error at the initiator (FI_EINVAL or
+ *   FI_EACCES) and leave the target's bytes alone; the allowed accesses
+ *   around them land.
+ * - close_waits_for_copies: the initiator streams 16 MiB writes into a
+ *   region while the target closes it; once fi_close returns the target
+ *   fills the buffer (faster than a cross-memory copy writes it) and finds
+ *   it unchanged 50 ms later (no copy that checked the region before the
+ *   close lands after it); writes after the close complete in error.
+ *   Four rounds.
+ * - counted_endpoint_keeps_requests: with a remote-write counter bound at
+ *   the target (FI_RMA_EVENT), accesses go through the target, which
+ *   counts every one.
+ * - off_by_env: FI_OXSHM_DIRECT=0 takes every access through the target
+ *   (a stopped target holds a write back).
+ *
+ * Sizes are 64 KiB and up: direct RMA starts at 16 KiB.
+ */
+#include "peer.h"
+#include <rdma/fi_domain.h>
+
+enum { BIG = 64 * 1024, HUGE = 16 * 1024 * 1024 };
+/* Closes under a stream of writes: a close that did not wait would be
+ * caught in about 3 rounds of 5 each (measured by taking the wait out). */
+enum { CLOSE_ROUNDS = 4 };
+
+#define CAPS (FI_MSG | FI_RMA)
+#define DIRECT_MODE (FI_MR_PROV_KEY | FI_MR_VIRT_ADDR)
+
+static unsigned char tbuf[HUGE], ibuf[HUGE];
+
+/* Opens both sides without remote counters unless FI_RMA_EVENT is in
+ * `caps` (a counted endpoint keeps the request path). */
+static int pair_caps(int mr_mode, uint64_t caps, peer_side_fn target, peer_side_fn init)
+{
+	peer_skip_cntrs =
+		caps & FI_RMA_EVENT ? 0 : (1u << C_REMOTE_READ) | (1u << C_REMOTE_WRITE);
+	return peer_pair(mr_mode, caps, target, init);
+}
+
+static int reg_publish(struct peer *p, void *buf, size_t len, uint64_t access,
+		       struct fid_mr **mr)
+{
+	return peer_publish_region(p, buf, len, access, mr);
+}
+
+static int get_region(struct peer *p, struct peer_region *r)
+{
+	CHECK(peer_get(p, r, sizeof(*r)) == 0);
+	return 0;
+}
+
+/* The target address of byte `off` of region `r`. */
+static uint64_t at(struct peer *p, const struct peer_region *r, uint64_t off)
+{
+	return peer_raddr(p, (const void *)(uintptr_t)r->base, off);
+}
+
+/* Posts one write or read (retrying -FI_EAGAIN) with context `ctx`. */
+static int post(struct peer *p, int write, void *buf, size_t len, uint64_t addr, uint64_t key,
+		void *ctx)
+{
+	for (;;) {
+		ssize_t rc = write ? fi_write(p->ep, buf, len, NULL, p->other, addr, key, ctx)
+				   : fi_read(p->ep, buf, len, NULL, p->other, addr, key, ctx);
+		if (rc == 0)
+			return 0;
+		if (rc != -FI_EAGAIN) {
+			fprintf(stderr, "    post: %s\n", fi_strerror((int)-rc));
+			return 1;
+		}
+		struct fi_cq_tagged_entry e;
+		(void)fi_cq_read(p->cq, &e, 0);
+	}
+}
+
+/* One access, waited for: 0 and the completion's error (0 for success). */
+static int access1(struct peer *p, int write, void *buf, size_t len, uint64_t addr, uint64_t key,
+		   int *err)
+{
+	static char ctx;
+	CHECK_OK(post(p, write, buf, len, addr, key, &ctx));
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry ee;
+	int rc = peer_wait(p, &e, &ee);
+	if (rc == 0) {
+		CHECK(e.op_context == &ctx);
+		*err = 0;
+		return 0;
+	}
+	CHECK(rc == -FI_EAVAIL);
+	CHECK(ee.op_context == &ctx);
+	*err = ee.err;
+	return 0;
+}
+
+/* ---- direct_needs_no_target ---- */
+
+static int stopped_target(struct peer *p)
+{
+	struct fid_mr *rw, *ro;
+	peer_fill(tbuf, 2 * BIG, 1);
+	CHECK_OK(reg_publish(p, tbuf, BIG, FI_REMOTE_WRITE | FI_REMOTE_READ, &rw));
+	CHECK_OK(reg_publish(p, tbuf + BIG, BIG, FI_REMOTE_READ, &ro));
+	/* The initiator stops this process, works, lets it run again. */
+	CHECK_OK(peer_sync(p));
+	CHECK_OK(peer_check_fill(tbuf, BIG, 2));
+	CHECK_OK(peer_check_fill(tbuf + BIG, BIG, 1));
+	CHECK_OK(fi_close(&rw->fid));
+	CHECK_OK(fi_close(&ro->fid));
+	return 0;
+}
+
+static int stopped_init(struct peer *p)
+{
+	struct peer_region rw, ro;
+	CHECK_OK(get_region(p, &rw));
+	CHECK_OK(get_region(p, &ro));
+	CHECK(kill(p->child, SIGSTOP) == 0);
+	int err;
+	/* Read the target's first pattern, then write the second over it. */
+	CHECK_OK(access1(p, 0, ibuf, BIG, at(p, &rw, 0), rw.key, &err));
+	CHECK(err == 0);
+	CHECK_OK(peer_check_fill(ibuf, BIG, 1));
+	peer_fill(ibuf, BIG, 2);
+	CHECK_OK(access1(p, 1, ibuf, BIG, at(p, &rw, 0), rw.key, &err));
+	CHECK(err == 0);
+	/* A write to the read-only region is the target's to refuse: no
+	 * completion while it is stopped. */
+	static char ctx;
+	CHECK_OK(post(p, 1, ibuf, BIG, at(p, &ro, 0), ro.key, &ctx));
+	CHECK_OK(peer_cq_stays_empty(p, 300));
+	CHECK(kill(p->child, SIGCONT) == 0);
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry ee;
+	CHECK(peer_wait(p, &e, &ee) == -FI_EAVAIL);
+	CHECK(ee.op_context == &ctx && ee.err == FI_EACCES);
+	CHECK_OK(peer_sync(p));
+	return 0;
+}
+
+/* Whether this run lets oxshm copy across processes: not under
+ * FI_OXSHM_CMA=0 (the staged runs of the suite), nor where Yama's
+ * ptrace_scope is 2 or 3. Without it every access goes through the target. */
+static int cma_possible(void)
+{
+	const char *e = getenv("FI_OXSHM_CMA");
+	if (e && strcmp(e, "0") == 0)
+		return 0;
+	FILE *f = fopen("/proc/sys/kernel/yama/ptrace_scope", "r");
+	int scope = 0;
+	if (f) {
+		if (fscanf(f, "%d", &scope) != 1)
+			scope = 0;
+		fclose(f);
+	}
+	return scope < 2;
+}
+
+static int off_target(struct peer *p);
+static int off_init(struct peer *p);
+
+static int direct_needs_no_target(void)
+{
+	if (!cma_possible()) {
+		fprintf(stderr, "    no cross-memory attach here: a stopped target holds "
+				"writes back\n");
+		return pair_caps(DIRECT_MODE, CAPS, off_target, off_init);
+	}
+	return pair_caps(DIRECT_MODE, CAPS, stopped_target, stopped_init);
+}
+
+/* ---- off_by_env ---- */
+
+static int off_target(struct peer *p)
+{
+	struct fid_mr *mr;
+	peer_fill(tbuf, BIG, 3);
+	CHECK_OK(reg_publish(p, tbuf, BIG, FI_REMOTE_WRITE, &mr));
+	CHECK_OK(peer_sync(p));
+	CHECK_OK(peer_check_fill(tbuf, BIG, 4));
+	CHECK_OK(fi_close(&mr->fid));
+	return 0;
+}
+
+static int off_init(struct peer *p)
+{
+	struct peer_region r;
+	CHECK_OK(get_region(p, &r));
+	CHECK(kill(p->child, SIGSTOP) == 0);
+	static char ctx;
+	peer_fill(ibuf, BIG, 4);
+	CHECK_OK(post(p, 1, ibuf, BIG, at(p, &r, 0), r.key, &ctx));
+	CHECK_OK(peer_cq_stays_empty(p, 300));
+	CHECK(kill(p->child, SIGCONT) == 0);
+	struct fi_cq_tagged_entry e;
+	CHECK_OK(peer_wait(p, &e, NULL));
+	CHECK(e.op_context == &ctx);
+	CHECK_OK(peer_sync(p));
+	return 0;
+}
+
+static int off_by_env(void)
+{
+	return pair_caps(DIRECT_MODE, CAPS, off_target, off_init);
+}
+
+/* ---- refusals ---- */
+
+static int refusals_target(struct peer *p)
+{
+	struct fid_mr *rw, *wo, *gone;
+	peer_fill(tbuf, 3 * BIG, 5);
+	CHECK_OK(reg_publish(p, tbuf, BIG, FI_REMOTE_WRITE | FI_REMOTE_READ, &rw));
+	CHECK_OK(reg_publish(p, tbuf + BIG, BIG, FI_REMOTE_WRITE, &wo));
+	CHECK_OK(reg_publish(p, tbuf + 2 * BIG, BIG, FI_REMOTE_WRITE, &gone));
+	CHECK_OK(fi_close(&gone->fid));
+	CHECK_OK(peer_sync(p));
+	/* Only the allowed write landed: the first half of the first region. */
+	peer_fill(ibuf, BIG / 2, 6);
+	CHECK(memcmp(tbuf, ibuf, BIG / 2) == 0);
+	peer_fill(ibuf, 3 * BIG, 5);
+	CHECK(memcmp(tbuf + BIG / 2, ibuf + BIG / 2, 3 * BIG - BIG / 2) == 0);
+	CHECK_OK(fi_close(&rw->fid));
+	CHECK_OK(fi_close(&wo->fid));
+	return 0;
+}
+
+static int refusals_init(struct peer *p)
+{
+	struct peer_region rw, wo, gone;
+	CHECK_OK(get_region(p, &rw));
+	CHECK_OK(get_region(p, &wo));
+	CHECK_OK(get_region(p, &gone));
+	int err;
+	peer_fill(ibuf, BIG, 7);
+	/* A key that names nothing, the closed region's key. */
+	CHECK_OK(access1(p, 1, ibuf, BIG / 2, at(p, &rw, 0), rw.key ^ 0x5a5a5a5a00ull, &err));
+	CHECK(err == FI_EINVAL);
+	CHECK_OK(access1(p, 1, ibuf, BIG / 2, at(p, &gone, 0), gone.key, &err));
+	CHECK(err == FI_EINVAL);
+	/* One byte past the end; a read of a write-only region. */
+	CHECK_OK(access1(p, 1, ibuf, BIG / 2, at(p, &rw, BIG / 2 + 1), rw.key, &err));
+	CHECK(err == FI_EACCES);
+	CHECK_OK(access1(p, 0, ibuf, BIG / 2, at(p, &wo, 0), wo.key, &err));
+	CHECK(err == FI_EACCES);
+	CHECK_OK(peer_check_fill(ibuf, BIG, 7));
+	/* What the regions allow lands. */
+	peer_fill(ibuf, BIG / 2, 6);
+	CHECK_OK(access1(p, 1, ibuf, BIG / 2, at(p, &rw, 0), rw.key, &err));
+	CHECK(err == 0);
+	CHECK_OK(access1(p, 0, ibuf, BIG / 2, at(p, &rw, BIG / 2), rw.key, &err));
+	CHECK(err == 0);
+	CHECK_OK(peer_check_fill(ibuf, BIG / 2, 5));
+	CHECK_OK(peer_sync(p));
+	return 0;
+}
+
+static int refusals(void)
+{
+	return pair_caps(DIRECT_MODE, CAPS, refusals_target, refusals_init);
+}
+
+/* The same with target addresses that are virtual addresses. */
+static int refusals_virt(void)
+{
+	return refusals();
+}
+
+/* ---- close_waits_for_copies ---- */
+
+static int close_target(struct peer *p)
+{
+	for (int round = 0; round < CLOSE_ROUNDS; round++) {
+		struct fid_mr *mr;
+		memset(tbuf, 0, HUGE);
+		CHECK_OK(reg_publish(p, tbuf, HUGE, FI_REMOTE_WRITE, &mr));
+		/* Let the stream run, then close under it. */
+		CHECK_OK(peer_sync(p));
+		usleep(20 * 1000);
+		CHECK_OK(fi_close(&mr->fid));
+		memset(tbuf, 0xee, HUGE);
+		usleep(50 * 1000);
+		for (size_t i = 0; i < HUGE; i++) {
+			if (tbuf[i] != 0xee) {
+				fprintf(stderr, "    round %d: byte %zu written after fi_close returned\n",
+					round, i);
+				return 1;
+			}
+		}
+		unsigned char done = 1;
+		peer_put(p, &done, 1);
+		CHECK_OK(peer_sync(p));
+	}
+	return 0;
+}
+
+static int close_init(struct peer *p)
+{
+	memset(ibuf, 0x11, HUGE);
+	for (int round = 0; round < CLOSE_ROUNDS; round++) {
+		struct peer_region r;
+		CHECK_OK(get_region(p, &r));
+		CHECK_OK(peer_sync(p));
+		int ok = 0, refused = 0;
+		/* Writes until one is refused, then a few more: every one after
+		 * the first refusal is refused too. */
+		for (int i = 0; i < 20000 && refused < 16; i++) {
+			int err;
+			CHECK_OK(access1(p, 1, ibuf, HUGE, at(p, &r, 0), r.key, &err));
+			if (err == 0) {
+				CHECK(refused == 0);
+				ok++;
+			} else {
+				CHECK(err == FI_EINVAL);
+				refused++;
+			}
+		}
+		CHECK(ok > 0 && refused == 16);
+		unsigned char done;
+		CHECK(peer_get(p, &done, 1) == 0 && done == 1);
+		CHECK_OK(peer_sync(p));
+	}
+	return 0;
+}
+
+static int close_waits_for_copies(void)
+{
+	return pair_caps(DIRECT_MODE, CAPS, close_target, close_init);
+}
+
+/* ---- counted_endpoint_keeps_requests ---- */
+
+static int counted_target(struct peer *p)
+{
+	struct fid_mr *mr;
+	CHECK(p->cntr[C_REMOTE_WRITE] != NULL);
+	CHECK_OK(reg_publish(p, tbuf, BIG, FI_REMOTE_WRITE, &mr));
+	CHECK_OK(peer_sync(p));
+	CHECK(peer_cntr(p, C_REMOTE_WRITE) == 8);
+	CHECK_OK(fi_close(&mr->fid));
+	return 0;
+}
+
+static int counted_init(struct peer *p)
+{
+	struct peer_region r;
+	CHECK_OK(get_region(p, &r));
+	for (int i = 0; i < 8; i++) {
+		int err;
+		CHECK_OK(access1(p, 1, ibuf, BIG, at(p, &r, 0), r.key, &err));
+		CHECK(err == 0);
+	}
+	CHECK_OK(peer_sync(p));
+	return 0;
+}
+
+static int counted_endpoint_keeps_requests(void)
+{
+	return pair_caps(DIRECT_MODE, CAPS | FI_RMA_EVENT, counted_target, counted_init);
+}
+
+static const struct test_case cases[] = {
+	CASE(direct_needs_no_target),
+	CASE(refusals),
+	CASE_ENV(refusals_virt, "FI_OXSHM_MR_MODE=FI_MR_PROV_KEY|FI_MR_VIRT_ADDR"),
+	CASE(close_waits_for_copies),
+	CASE(counted_endpoint_keeps_requests),
+	CASE_ENV(off_by_env, "FI_OXSHM_DIRECT=0"),
+};
+
+TEST_MAIN(cases)
