@@ -19,18 +19,20 @@
  *   it unchanged 50 ms later (no copy that checked the region before the
  *   close lands after it); writes after the close complete in error.
  *   Four rounds.
+ * - lone_large_goes_through_target: a 1 MiB write posted alone is split
+ *   with the target (two CPUs copy it), so a stopped target holds it back.
  * - counted_endpoint_keeps_requests: with a remote-write counter bound at
  *   the target (FI_RMA_EVENT), accesses go through the target, which
  *   counts every one.
  * - off_by_env: FI_OXSHM_DIRECT=0 takes every access through the target
  *   (a stopped target holds a write back).
  *
- * Sizes are 64 KiB and up: direct RMA starts at 16 KiB.
+ * Sizes are 64 KiB and up: direct RMA starts at 8 KiB.
  */
 #include "peer.h"
 #include <rdma/fi_domain.h>
 
-enum { BIG = 64 * 1024, HUGE = 16 * 1024 * 1024 };
+enum { BIG = 64 * 1024, LARGE = 1024 * 1024, HUGE = 16 * 1024 * 1024 };
 /* Closes under a stream of writes: a close that did not wait would be
  * caught in about 3 rounds of 5 each (measured by taking the wait out). */
 enum { CLOSE_ROUNDS = 4 };
@@ -179,6 +181,46 @@ static int direct_needs_no_target(void)
 		return pair_caps(DIRECT_MODE, CAPS, off_target, off_init);
 	}
 	return pair_caps(DIRECT_MODE, CAPS, stopped_target, stopped_init);
+}
+
+/* ---- lone_large_goes_through_target ---- */
+
+static int lone_target(struct peer *p)
+{
+	struct fid_mr *mr;
+	memset(tbuf, 0, LARGE);
+	CHECK_OK(reg_publish(p, tbuf, LARGE, FI_REMOTE_WRITE, &mr));
+	CHECK_OK(peer_sync(p));
+	CHECK_OK(peer_check_fill(tbuf, LARGE, 9));
+	CHECK_OK(fi_close(&mr->fid));
+	return 0;
+}
+
+static int lone_init(struct peer *p)
+{
+	struct peer_region r;
+	CHECK_OK(get_region(p, &r));
+	peer_fill(ibuf, LARGE, 9);
+	/* Posted alone, a transfer this large is split with the target: a
+	 * stopped target holds it back. */
+	CHECK(kill(p->child, SIGSTOP) == 0);
+	static char ctx;
+	CHECK_OK(post(p, 1, ibuf, LARGE, at(p, &r, 0), r.key, &ctx));
+	CHECK_OK(peer_cq_stays_empty(p, 300));
+	CHECK(kill(p->child, SIGCONT) == 0);
+	struct fi_cq_tagged_entry e;
+	CHECK_OK(peer_wait(p, &e, NULL));
+	CHECK(e.op_context == &ctx);
+	CHECK_OK(peer_sync(p));
+	return 0;
+}
+
+static int lone_large_goes_through_target(void)
+{
+	if (!cma_possible())
+		fprintf(stderr, "    no cross-memory attach here: every transfer goes "
+				"through the target\n");
+	return pair_caps(DIRECT_MODE, CAPS, lone_target, lone_init);
 }
 
 /* ---- off_by_env ---- */
@@ -376,6 +418,7 @@ static const struct test_case cases[] = {
 	CASE(refusals),
 	CASE_ENV(refusals_virt, "FI_OXSHM_MR_MODE=FI_MR_PROV_KEY|FI_MR_VIRT_ADDR"),
 	CASE(close_waits_for_copies),
+	CASE(lone_large_goes_through_target),
 	CASE(counted_endpoint_keeps_requests),
 	CASE_ENV(off_by_env, "FI_OXSHM_DIRECT=0"),
 };

@@ -35,6 +35,13 @@
 //! the target's own accesses (`Domain::quiesce`). An entry whose process
 //! died (pid and start time) is not waited for. The domain's close marks
 //! the table closed and waits the same way for every entry.
+//!
+//! # Fork
+//!
+//! In a child forked after the domain opened, the table's mapping is
+//! replaced by a private copy ([`after_fork`]): whatever the child does
+//! with the inherited domain stays in the child, and its endpoints do not
+//! offer direct RMA.
 
 use super::shm::{alive, my_pid, start_time};
 use crate::mr::remote::RemoteSlots;
@@ -49,6 +56,17 @@ pub const SHARED_SLOTS: usize = 4096;
 /// alternating rounds on the Intel host: 4 KiB writes 4.4 GB/s direct
 /// against 5.2 through the ring, 8 KiB 7.5 against 6.4).
 pub const DIRECT_MIN: u64 = 8192;
+/// From this size a transfer posted alone (not within [`STREAM_GAP_NS`] of
+/// the end of the last one this large) goes to the target instead: the
+/// target then splits it in halves with the initiator (`xfer.rs`), two
+/// CPUs at once where a direct copy uses one (`fi_rma_pingpong -o write`,
+/// Intel host: 4 MiB in 214-225 us through the target against 338-345
+/// direct). Transfers posted back to back (a stream, `fi_rma_bw`) go
+/// direct: there the target's share costs a grant each and the stream ran
+/// 10-20% slower.
+pub const SPLIT_FROM: u64 = 512 * 1024;
+/// See [`SPLIT_FROM`].
+pub const STREAM_GAP_NS: u64 = 20_000;
 /// Initiator threads that can go direct to one domain at once.
 const ACCESSORS: usize = 32;
 /// Bytes of the memfd's header.
@@ -88,6 +106,59 @@ const _: () = assert!(std::mem::size_of::<Head>() <= HEAD);
 pub struct Table {
     fd: i32,
     base: *mut u8,
+    /// The process that made it; in a child forked since, the slots are
+    /// a private copy ([`after_fork`]) that peers never see.
+    owner: u32,
+    /// Its entry in [`LIVE`].
+    live: usize,
+}
+
+/// Tables that exist in this process, packed as `(base >> 12) << 20 | fd`
+/// (0: free), for [`after_fork`]: at most this many shared tables.
+const MAX_TABLES: usize = 64;
+static LIVE: [AtomicU64; MAX_TABLES] = [const { AtomicU64::new(0) }; MAX_TABLES];
+
+fn pack(base: *mut u8, fd: i32) -> Option<u64> {
+    let (b, f) = (base as u64, fd as u64);
+    (b % 4096 == 0 && b >> 47 == 0 && f < 1 << 20).then_some((b >> 12) << 20 | f)
+}
+
+/// In the child of a fork, each table's shared mapping becomes a private
+/// copy of what it held: the child's registry (which an application
+/// should not use, but may close) then writes its own memory, never the
+/// slots of the parent, whose peers check accesses against them.
+extern "C" fn after_fork() {
+    for e in &LIVE {
+        let w = e.load(Ordering::Relaxed);
+        if w == 0 {
+            continue;
+        }
+        let base = ((w >> 20) << 12) as *mut libc::c_void;
+        // SAFETY: a fresh private mapping, filled from the table's own
+        // (mapped at `base` in this process), then moved over it; the child
+        // is single-threaded here.
+        unsafe {
+            let tmp = libc::mmap(
+                std::ptr::null_mut(),
+                BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            if tmp == libc::MAP_FAILED {
+                continue;
+            }
+            std::ptr::copy_nonoverlapping(base as *const u8, tmp as *mut u8, BYTES);
+            libc::mremap(
+                tmp,
+                BYTES,
+                BYTES,
+                libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED,
+                base,
+            );
+        }
+    }
 }
 
 // SAFETY: the mapping is shared memory reached through atomics only.
@@ -117,14 +188,43 @@ impl Table {
             unsafe { libc::close(fd) };
             return None;
         }
-        match map(fd, libc::PROT_READ | libc::PROT_WRITE) {
-            Some(base) => Some(Table { fd, base }),
+        static ATFORK: std::sync::Once = std::sync::Once::new();
+        ATFORK.call_once(|| {
+            // SAFETY: registers a handler that only remaps this module's
+            // own mappings.
+            unsafe { libc::pthread_atfork(None, None, Some(after_fork)) };
+        });
+        let registered = map(fd, libc::PROT_READ | libc::PROT_WRITE).and_then(|base| {
+            let w = pack(base, fd)?;
+            let live = LIVE.iter().position(|e| {
+                e.compare_exchange(0, w, Ordering::SeqCst, Ordering::Relaxed)
+                    .is_ok()
+            });
+            if live.is_none() {
+                // SAFETY: the mapping just made, unused.
+                unsafe { libc::munmap(base as *mut libc::c_void, BYTES) };
+            }
+            Some((base, live?))
+        });
+        match registered {
+            Some((base, live)) => Some(Table {
+                fd,
+                base,
+                owner: my_pid(),
+                live,
+            }),
             None => {
                 // SAFETY: fd is ours.
                 unsafe { libc::close(fd) };
                 None
             }
         }
+    }
+
+    /// Whether this process made the table (not a forked child's copy):
+    /// only then may peers be told of it.
+    pub fn shared(&self) -> bool {
+        self.owner == my_pid()
     }
 
     fn head(&self) -> &Head {
@@ -194,9 +294,13 @@ fn wait_out(a: &Accessor, s: u64) {
 
 impl Drop for Table {
     fn drop(&mut self) {
-        // No access starts from now; those inside finish first.
-        self.head().closed.store(1, Ordering::SeqCst);
-        self.quiesce();
+        // No access starts from now; those inside finish first (a forked
+        // child's private copy has no peers).
+        if self.shared() {
+            self.head().closed.store(1, Ordering::SeqCst);
+            self.quiesce();
+        }
+        LIVE[self.live].store(0, Ordering::SeqCst);
         // SAFETY: the mapping and fd made in create, no longer used here
         // (the registry that used the slots is gone).
         unsafe {
@@ -494,6 +598,37 @@ mod tests {
             p.access(key, 0, 8, Access::REMOTE_WRITE, |_| panic!("copied")),
             None
         );
+    }
+
+    #[test]
+    fn a_forked_child_writes_its_own_copy() {
+        let (t, r) = table_and_registry();
+        let buf = [0u8; 64];
+        let iov = [(buf.as_ptr() as u64, 64)];
+        let h = r
+            .register(&Request::new(&iov, Access::REMOTE_WRITE))
+            .unwrap();
+        let p = PeerTable::open(std::process::id(), t.fd()).unwrap();
+        // SAFETY: the child only closes the region and exits.
+        let child = unsafe { libc::fork() };
+        if child == 0 {
+            let ok = !t.shared() && r.close(&h).is_ok();
+            // SAFETY: ends the child without running the test harness.
+            unsafe { libc::_exit(if ok { 0 } else { 1 }) };
+        }
+        let mut st = 0;
+        // SAFETY: waits for the child just forked.
+        assert_eq!(unsafe { libc::waitpid(child, &mut st, 0) }, child);
+        assert!(libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0);
+        // The child's close did not reach the parent's slots.
+        assert!(t.shared());
+        assert_eq!(
+            p.access(h.key(), 0, 8, Access::REMOTE_WRITE, |_| true),
+            Some(true)
+        );
+        assert!(r.verify(h.key(), 0, 8, Access::REMOTE_WRITE, None).is_ok());
+        drop(p);
+        drop(r);
     }
 
     #[test]

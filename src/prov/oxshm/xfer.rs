@@ -929,6 +929,9 @@ pub struct Xfer {
     turn: AtomicBool,
     /// Whether shared copies pay on this machine ([`tune`]).
     tuner: Lock<tune::Tuner>,
+    /// When the last RMA transfer from [`super::direct::SPLIT_FROM`] was
+    /// posted or copied (ns): a stream of them goes direct.
+    last_big: AtomicU64,
     /// Staged transfers into this endpoint, by id.
     inbound: Lock<HashMap<u64, Inbound>>,
     /// Staged transfers out of this endpoint, in the order they began.
@@ -1038,7 +1041,7 @@ impl Xfer {
     /// accesses (a remote counter), which a direct copy would not tell it.
     fn direct_table(ep: &Ep) -> Option<i32> {
         let d = ep.domain();
-        let t = d.table.as_ref()?;
+        let t = d.table.as_ref().filter(|t| t.shared())?;
         let b = &ep.enabled()?.bindings;
         let counted = b.cntr(C_REMOTE_WRITE).is_some() || b.cntr(C_REMOTE_READ).is_some();
         let checked = d.pins.as_ref().is_some_and(|p| p.checks_frames());
@@ -1077,6 +1080,7 @@ impl Xfer {
             next_grant: AtomicU64::new(1),
             turn: AtomicBool::new(false),
             tuner: Lock::new(tune::Tuner::new(*SHARE_POLICY)),
+            last_big: AtomicU64::new(0),
             inbound: Lock::new(HashMap::new()),
             outbound: Lock::new(Vec::new()),
             has_deferred: AtomicBool::new(false),

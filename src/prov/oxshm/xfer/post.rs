@@ -283,6 +283,16 @@ impl Xfer {
         else {
             return false;
         };
+        // A large transfer posted alone goes in halves through the target
+        // (see SPLIT_FROM).
+        let big = len >= super::super::direct::SPLIT_FROM;
+        if big {
+            let now = tune::now_ns();
+            let last = self.last_big.swap(now, Ordering::Relaxed);
+            if now.saturating_sub(last) > super::super::direct::STREAM_GAP_NS {
+                return false;
+            }
+        }
         let read = p.kind == OpKind::Read;
         let want = if read {
             Access::REMOTE_READ
@@ -292,6 +302,9 @@ impl Xfer {
         let copied = table.access(p.key, p.addr, len, want, |at| {
             direct_copy(table.pid(), p.local, at, len, read)
         });
+        if big {
+            self.last_big.store(tune::now_ns(), Ordering::Relaxed);
+        }
         if copied != Some(true) {
             return false;
         }
