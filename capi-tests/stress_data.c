@@ -1,7 +1,7 @@
 /*
  * stress_data: a multi-process soak of the oxshm data path.
  *
- *   stress_data [-t SECONDS] [-p PROCS] [-e EPS] [-i INFLIGHT] [-s SEED] [-M] [-H]
+ *   stress_data [-t SECONDS] [-p PROCS] [-e EPS] [-i INFLIGHT] [-s SEED] [-M] [-H] [-D]
  *
  * The parent forks PROCS children and waits for them. Each child opens one
  * fabric and domain, one shared AV (FI_AV_TABLE) and EPS RDM endpoints, each
@@ -51,7 +51,11 @@
  * FI_MR_VIRT_ADDR (addresses follow the target's mode), FI_MR_LOCAL and
  * FI_MR_PROV_KEY; -i sets the operations in flight per endpoint and -H
  * aims every operation at endpoint 0 or 1, which fills their inboxes (the
- * -FI_EAGAIN paths; e.g. -p 16 -e 4 -i 64 -H).
+ * -FI_EAGAIN paths; e.g. -p 16 -e 4 -i 64 -H). -D binds no remote counters:
+ * oxshm's initiators then copy writes and reads of 8 KiB and more
+ * themselves after checking the target's shared registration slots
+ * (direct RMA), under the same rotations and closes; the remote counters'
+ * check is left out.
  */
 #include "test.h"
 #include <dirent.h>
@@ -131,6 +135,7 @@ static uint64_t seed0;
 static int mixed_modes;
 static int inflight = 8; /* operations in flight per endpoint (-i) */
 static int hot;		 /* -H: every operation targets endpoint 0 or 1 */
+static int direct;	 /* -D: no remote counters (direct RMA) */
 
 /* -M: process i runs under mixed_mode[i % N] (FI_OXSHM_MR_MODE; NULL: unset),
  * so initiators and targets differ in FI_MR_VIRT_ADDR, FI_MR_LOCAL,
@@ -949,7 +954,7 @@ static int open_ep(struct proc *pr, struct ep_ctx *e)
 	for (int i = 0; i < NCNTR; i++) {
 		struct fi_cntr_attr at = { .events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_NONE };
 		if (cntr_events[i] & (FI_REMOTE_READ | FI_REMOTE_WRITE) &&
-		    !(pr->info->caps & FI_RMA_EVENT))
+		    (!(pr->info->caps & FI_RMA_EVENT) || direct))
 			continue;
 		OK(fi_cntr_open(pr->domain, &at, &e->cntr[i], NULL));
 		OK(fi_ep_bind(e->ep, &e->cntr[i]->fid, cntr_events[i]));
@@ -1266,9 +1271,10 @@ static void on_alarm(int sig)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: stress_data [-t SECONDS] [-p PROCS] [-e EPS] [-i INFLIGHT] [-s SEED] [-M] [-H]\n"
+	fprintf(stderr, "usage: stress_data [-t SECONDS] [-p PROCS] [-e EPS] [-i INFLIGHT] [-s SEED] [-M] [-H] [-D]\n"
 			"  (PROCS <= %d, EPS <= %d, PROCS * EPS <= %d, INFLIGHT <= %d; -M: a different\n"
-			"  FI_OXSHM_MR_MODE in each process; -H: every operation to endpoint 0 or 1)\n",
+			"  FI_OXSHM_MR_MODE in each process; -H: every operation to endpoint 0 or 1;\n"
+			"  -D: no remote counters, so that RMA may go direct)\n",
 		MAXP, MAXE, MAXG, MAX_INFLIGHT);
 	exit(2);
 }
@@ -1277,7 +1283,7 @@ int main(int argc, char **argv)
 {
 	int c;
 	seed0 = (uint64_t)time(NULL) ^ ((uint64_t)getpid() << 16);
-	while ((c = getopt(argc, argv, "t:p:e:i:s:MHh")) != -1) {
+	while ((c = getopt(argc, argv, "t:p:e:i:s:MHDh")) != -1) {
 		switch (c) {
 		case 't':
 			secs = atof(optarg);
@@ -1299,6 +1305,9 @@ int main(int argc, char **argv)
 			break;
 		case 'H':
 			hot = 1;
+			break;
+		case 'D':
+			direct = 1;
 			break;
 		default:
 			usage();
