@@ -24,13 +24,15 @@
  * - counted_endpoint_keeps_requests: with a remote-write counter bound at
  *   the target (FI_RMA_EVENT), accesses go through the target, which
  *   counts every one.
- * - off_by_env: FI_OXSHM_DIRECT=0 takes every access through the target
- *   (a stopped target holds a write back).
+ * - off_by_env, off_by_default: FI_OXSHM_DIRECT=0, or no setting (direct
+ *   RMA is opt-in), takes every access through the target (a stopped
+ *   target holds a write back). The other cases set FI_OXSHM_DIRECT=1.
  *
  * Sizes are 64 KiB and up: direct RMA starts at 8 KiB.
  */
 #include "peer.h"
 #include <rdma/fi_domain.h>
+#include <dirent.h>
 
 enum { BIG = 64 * 1024, LARGE = 1024 * 1024, HUGE = 16 * 1024 * 1024 };
 /* Closes under a stream of writes: a close that did not wait would be
@@ -67,6 +69,42 @@ static int get_region(struct peer *p, struct peer_region *r)
 static uint64_t at(struct peer *p, const struct peer_region *r, uint64_t off)
 {
 	return peer_raddr(p, (const void *)(uintptr_t)r->base, off);
+}
+
+/* Stops process `pid` and waits until every thread of it has stopped
+ * (kill returns before they do). 0 on success. */
+static int stop_all(pid_t pid)
+{
+	CHECK(kill(pid, SIGSTOP) == 0);
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	for (int tries = 0; tries < 2000; tries++) {
+		DIR *d = opendir(path);
+		CHECK(d != NULL);
+		int running = 0;
+		struct dirent *de;
+		while ((de = readdir(d))) {
+			if (de->d_name[0] == '.')
+				continue;
+			char st[sizeof(path) + sizeof(de->d_name) + 8], buf[256];
+			snprintf(st, sizeof(st), "%s/%s/stat", path, de->d_name);
+			FILE *f = fopen(st, "r");
+			if (!f)
+				continue;
+			size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+			fclose(f);
+			buf[n] = 0;
+			const char *rp = strrchr(buf, ')');
+			if (rp && rp[1] == ' ' && rp[2] != 'T' && rp[2] != 't')
+				running = 1;
+		}
+		closedir(d);
+		if (!running)
+			return 0;
+		usleep(1000);
+	}
+	fprintf(stderr, "    process %d did not stop\n", (int)pid);
+	return 1;
 }
 
 /* Posts one write or read (retrying -FI_EAGAIN) with context `ctx`. */
@@ -129,7 +167,7 @@ static int stopped_init(struct peer *p)
 	struct peer_region rw, ro;
 	CHECK_OK(get_region(p, &rw));
 	CHECK_OK(get_region(p, &ro));
-	CHECK(kill(p->child, SIGSTOP) == 0);
+	CHECK_OK(stop_all(p->child));
 	int err;
 	/* Read the target's first pattern, then write the second over it. */
 	CHECK_OK(access1(p, 0, ibuf, BIG, at(p, &rw, 0), rw.key, &err));
@@ -207,7 +245,7 @@ static int held_init(struct peer *p)
 	struct peer_region r;
 	CHECK_OK(get_region(p, &r));
 	peer_fill(ibuf, held_len, 9);
-	CHECK(kill(p->child, SIGSTOP) == 0);
+	CHECK_OK(stop_all(p->child));
 	static char ctx;
 	CHECK_OK(post(p, 1, ibuf, held_len, at(p, &r, 0), r.key, &ctx));
 	CHECK_OK(peer_cq_stays_empty(p, 300));
@@ -228,6 +266,13 @@ static int lone_large_goes_through_target(void)
 
 /* Under FI_OXSHM_DIRECT=0 (set by the case table) even 64 KiB waits. */
 static int off_by_env(void)
+{
+	held_len = BIG;
+	return pair_caps(DIRECT_MODE, CAPS, held_target, held_init);
+}
+
+/* Direct RMA is opt-in: without FI_OXSHM_DIRECT, 64 KiB waits too. */
+static int off_by_default(void)
 {
 	held_len = BIG;
 	return pair_caps(DIRECT_MODE, CAPS, held_target, held_init);
@@ -388,14 +433,17 @@ static int counted_endpoint_keeps_requests(void)
 	return pair_caps(DIRECT_MODE, CAPS | FI_RMA_EVENT, counted_target, counted_init);
 }
 
+#define ON "FI_OXSHM_DIRECT=1"
+
 static const struct test_case cases[] = {
-	CASE(direct_needs_no_target),
-	CASE(refusals),
-	CASE_ENV(refusals_virt, "FI_OXSHM_MR_MODE=FI_MR_PROV_KEY|FI_MR_VIRT_ADDR"),
-	CASE(close_waits_for_copies),
-	CASE(lone_large_goes_through_target),
-	CASE(counted_endpoint_keeps_requests),
+	CASE_ENV(direct_needs_no_target, ON),
+	CASE_ENV(refusals, ON),
+	CASE_ENV(refusals_virt, ON " FI_OXSHM_MR_MODE=FI_MR_PROV_KEY|FI_MR_VIRT_ADDR"),
+	CASE_ENV(close_waits_for_copies, ON),
+	CASE_ENV(lone_large_goes_through_target, ON),
+	CASE_ENV(counted_endpoint_keeps_requests, ON),
 	CASE_ENV(off_by_env, "FI_OXSHM_DIRECT=0"),
+	CASE(off_by_default),
 };
 
 TEST_MAIN(cases)
