@@ -194,7 +194,7 @@ pub const SPLIT_MIN: u64 = 64 * 1024;
 pub const HALVES_MIN: u64 = SPLIT_MIN;
 /// `FI_OXSHM_DIRECT=1` turns direct RMA on (`direct.rs`). Off by default:
 /// the data-path stress with it on stalls for seconds in about one run in
-/// ten, and hung past its limit in 3 of about 60 runs, with threads in the
+/// ten, and hung past its limit in 3 of about 250 runs, with threads in the
 /// kernel waiting on a page lock (not understood yet; README).
 static DIRECT: once_cell::sync::Lazy<bool> =
     once_cell::sync::Lazy::new(|| std::env::var("FI_OXSHM_DIRECT").is_ok_and(|v| v == "1"));
