@@ -1,9 +1,9 @@
 //! Direct RMA: an initiator checks a bulk write or read against the
 //! target's registrations itself and copies with one cross-memory call,
-//! without a request to the target. Opt-in (`FI_OXSHM_DIRECT=1`): the
-//! data-path stress with it stalls now and then (see `xfer.rs`). The
-//! slots are shared whatever the setting, so that a peer that turns it on
-//! can reach a target that did not.
+//! without a request to the target. Opt-in (`FI_OXSHM_DIRECT=1`, read by
+//! the target, which then shares its slots and offers it, and by the
+//! initiator): the data-path stress with it stalls now and then (see
+//! `xfer.rs`).
 //!
 //! The target verifies every other access (`xfer.rs`). For bulk RMA that
 //! costs a round trip through the target's progress, and the target's CPU,

@@ -196,7 +196,7 @@ pub const HALVES_MIN: u64 = SPLIT_MIN;
 /// the data-path stress with it on stalls for seconds in about one run in
 /// ten, and hung past its limit in 3 of about 250 runs, with threads in the
 /// kernel waiting on a page lock (not understood yet; README).
-static DIRECT: once_cell::sync::Lazy<bool> =
+pub static DIRECT: once_cell::sync::Lazy<bool> =
     once_cell::sync::Lazy::new(|| std::env::var("FI_OXSHM_DIRECT").is_ok_and(|v| v == "1"));
 /// `FI_OXSHM_SHARE`, read once ([`tune`]).
 static SHARE_POLICY: once_cell::sync::Lazy<tune::Policy> =
@@ -1048,7 +1048,7 @@ impl Xfer {
         let b = &ep.enabled()?.bindings;
         let counted = b.cntr(C_REMOTE_WRITE).is_some() || b.cntr(C_REMOTE_READ).is_some();
         let checked = d.pins.as_ref().is_some_and(|p| p.checks_frames());
-        (!counted && !checked && *DIRECT).then(|| t.fd())
+        (!counted && !checked).then(|| t.fd())
     }
 
     /// Sets up the transport of an endpoint being enabled: its inbox and

@@ -261,6 +261,7 @@ impl Xfer {
     /// not share its slots).
     fn direct(&self, p: &Post<'_>, dest: &Address, len: u64, report: bool, cntr: usize) -> bool {
         if len < super::super::direct::DIRECT_MIN
+            || !*DIRECT
             || p.data.is_some()
             || !self.auth.is_empty()
             || (p.flags & FI_INJECT != 0 && len as usize > INLINE)
