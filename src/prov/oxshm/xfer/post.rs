@@ -347,7 +347,7 @@ impl Xfer {
         if q.write.is_some()
             && (!q.silent
                 || self.cntr(C_WRITE).is_some()
-                || q.len as u64 >= super::super::direct::DIRECT_MIN)
+                || (*DIRECT && q.len as u64 >= super::super::direct::DIRECT_MIN))
         {
             return None;
         }
