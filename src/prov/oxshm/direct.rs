@@ -169,9 +169,13 @@ unsafe impl Send for Table {}
 // SAFETY: as above.
 unsafe impl Sync for Table {}
 
-fn map(fd: i32, prot: i32) -> Option<*mut u8> {
+/// Maps the table; `populate` maps every page at once, for a peer's view
+/// (its checks then never fault on the table; see `shm::Segment::map`).
+/// The owner's mapping faults pages in as its registrations reach them.
+fn map(fd: i32, prot: i32, populate: bool) -> Option<*mut u8> {
+    let flags = libc::MAP_SHARED | if populate { libc::MAP_POPULATE } else { 0 };
     // SAFETY: a fresh shared mapping of the memfd, BYTES long.
-    let p = unsafe { libc::mmap(std::ptr::null_mut(), BYTES, prot, libc::MAP_SHARED, fd, 0) };
+    let p = unsafe { libc::mmap(std::ptr::null_mut(), BYTES, prot, flags, fd, 0) };
     (p != libc::MAP_FAILED).then_some(p as *mut u8)
 }
 
@@ -197,7 +201,7 @@ impl Table {
             // own mappings.
             unsafe { libc::pthread_atfork(None, None, Some(after_fork)) };
         });
-        let registered = map(fd, libc::PROT_READ | libc::PROT_WRITE).and_then(|base| {
+        let registered = map(fd, libc::PROT_READ | libc::PROT_WRITE, false).and_then(|base| {
             let w = pack(base, fd)?;
             let live = LIVE.iter().position(|e| {
                 e.compare_exchange(0, w, Ordering::SeqCst, Ordering::Relaxed)
@@ -343,7 +347,7 @@ impl PeerTable {
         // SAFETY: f is ours.
         let ok = unsafe { libc::fstat(f, &mut st) } == 0 && st.st_size as usize == BYTES;
         let base = if ok {
-            map(f, libc::PROT_READ | libc::PROT_WRITE)
+            map(f, libc::PROT_READ | libc::PROT_WRITE, true)
         } else {
             None
         };
