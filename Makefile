@@ -207,7 +207,7 @@ stress: deps lib
 # messages while MRs are registered, rotated and closed), 5 s, plain and
 # under ASan.
 test-stress-smoke: deps lib
-	BUILD=$(BUILD) VARIANTS="ours asan staged staged-asan alone shared" bash capi-tests/stress.sh 5
+	BUILD=$(BUILD) VARIANTS="ours asan staged staged-asan alone shared direct" bash capi-tests/stress.sh 5
 
 # fabtests' benchmark programs on oxshm and on upstream 2.1.0's shm (built
 # from its release source under build/up21; UPSTREAM_PREFIX adds a newer

@@ -67,7 +67,7 @@ for b in "${variants[@]}"; do
 	staged-asan) bin=$OUT/stress_data-asan env=(FI_OXSHM_CMA=0) args=() ;;
 	alone) bin=$OUT/stress_data-ours env=(FI_OXSHM_SHARE=0) args=() ;;
 	shared) bin=$OUT/stress_data-ours env=(FI_OXSHM_SHARE=1) args=() ;;
-	direct) bin=$OUT/stress_data-ours env=(FI_OXSHM_DIRECT=1) args=(-D) ;;
+	direct) bin=$OUT/stress_data-ours env=() args=(-D) ;;
 	*) bin=$OUT/stress_data-$b env=() args=() ;;
 	esac
 	if [ ${#env[@]} -eq 0 ] && [ ${#args[@]} -eq 0 ]; then

@@ -24,9 +24,10 @@
  * - counted_endpoint_keeps_requests: with a remote-write counter bound at
  *   the target (FI_RMA_EVENT), accesses go through the target, which
  *   counts every one.
- * - off_by_env, off_by_default: FI_OXSHM_DIRECT=0, or no setting (direct
- *   RMA is opt-in), takes every access through the target (a stopped
- *   target holds a write back). The other cases set FI_OXSHM_DIRECT=1.
+ * - off_by_env: FI_OXSHM_DIRECT=0 takes every access through the target
+ *   (a stopped target holds a write back).
+ * - on_by_env: FI_OXSHM_DIRECT=1 is the default's behaviour. The other
+ *   cases run with no setting: direct RMA is on by default.
  *
  * Sizes are 64 KiB and up: direct RMA starts at 8 KiB.
  */
@@ -271,11 +272,10 @@ static int off_by_env(void)
 	return pair_caps(DIRECT_MODE, CAPS, held_target, held_init);
 }
 
-/* Direct RMA is opt-in: without FI_OXSHM_DIRECT, 64 KiB waits too. */
-static int off_by_default(void)
+/* FI_OXSHM_DIRECT=1 (set by the case table) says what the default says. */
+static int on_by_env(void)
 {
-	held_len = BIG;
-	return pair_caps(DIRECT_MODE, CAPS, held_target, held_init);
+	return direct_needs_no_target();
 }
 
 /* ---- refusals ---- */
@@ -433,17 +433,15 @@ static int counted_endpoint_keeps_requests(void)
 	return pair_caps(DIRECT_MODE, CAPS | FI_RMA_EVENT, counted_target, counted_init);
 }
 
-#define ON "FI_OXSHM_DIRECT=1"
-
 static const struct test_case cases[] = {
-	CASE_ENV(direct_needs_no_target, ON),
-	CASE_ENV(refusals, ON),
-	CASE_ENV(refusals_virt, ON " FI_OXSHM_MR_MODE=FI_MR_PROV_KEY|FI_MR_VIRT_ADDR"),
-	CASE_ENV(close_waits_for_copies, ON),
-	CASE_ENV(lone_large_goes_through_target, ON),
-	CASE_ENV(counted_endpoint_keeps_requests, ON),
+	CASE(direct_needs_no_target),
+	CASE(refusals),
+	CASE_ENV(refusals_virt, "FI_OXSHM_MR_MODE=FI_MR_PROV_KEY|FI_MR_VIRT_ADDR"),
+	CASE(close_waits_for_copies),
+	CASE(lone_large_goes_through_target),
+	CASE(counted_endpoint_keeps_requests),
 	CASE_ENV(off_by_env, "FI_OXSHM_DIRECT=0"),
-	CASE(off_by_default),
+	CASE_ENV(on_by_env, "FI_OXSHM_DIRECT=1"),
 };
 
 TEST_MAIN(cases)

@@ -1,9 +1,8 @@
 //! Direct RMA: an initiator checks a bulk write or read against the
 //! target's registrations itself and copies with one cross-memory call,
-//! without a request to the target. Opt-in (`FI_OXSHM_DIRECT=1`, read by
-//! the target, which then shares its slots and offers it, and by the
-//! initiator): the data-path stress with it stalls now and then (see
-//! `xfer.rs`).
+//! without a request to the target. On unless `FI_OXSHM_DIRECT=0`, which
+//! is read by the target (which otherwise shares its slots and offers
+//! it) and by the initiator.
 //!
 //! The target verifies every other access (`xfer.rs`). For bulk RMA that
 //! costs a round trip through the target's progress, and the target's CPU,

@@ -205,7 +205,7 @@ pub unsafe fn open(
         max_regions: super::info::MR_CNT,
         max_iovs: iov_limit,
     };
-    // Direct RMA (direct.rs, opt-in) needs provider keys, which an
+    // Direct RMA (direct.rs) needs provider keys, which an
     // initiator can decode, and regions reachable through any endpoint.
     let table = (*super::xfer::DIRECT && cfg.prov_keys && mr_mode & FI_MR_ENDPOINT == 0)
         .then(super::direct::Table::create)

@@ -13,7 +13,7 @@
 //! arrives, so every completion is a delivery completion and a refused
 //! access completes in error at the initiator with the target's reason.
 //!
-//! - **Direct RMA** (`direct.rs`, with `FI_OXSHM_DIRECT=1`): a write or read from
+//! - **Direct RMA** (`direct.rs`; `FI_OXSHM_DIRECT=0` turns it off): a write or read from
 //!   [`super::direct::DIRECT_MIN`] bytes whose region is plain (one range,
 //!   no authorization key, not single-use, no counter bound) is checked by
 //!   the initiator itself against the target's registrations, whose first
@@ -192,12 +192,13 @@ pub const SPLIT_MIN: u64 = 64 * 1024;
 /// it (`fi_rma_pingpong -o write` at 64 KiB, 5 interleaved rounds: 19.2
 /// us in turn, 13.0 in halves, upstream 2.1.0 12.9).
 pub const HALVES_MIN: u64 = SPLIT_MIN;
-/// `FI_OXSHM_DIRECT=1` turns direct RMA on (`direct.rs`). Off by default:
-/// the data-path stress with it on stalls for seconds in about one run in
-/// ten, and hung past its limit in 3 of about 250 runs, with threads in the
-/// kernel waiting on a page lock (not understood yet; README).
+/// `FI_OXSHM_DIRECT=0` turns direct RMA off (`direct.rs`); it is on
+/// otherwise. (It was opt-in while the data-path stress with it stalled
+/// for seconds in about one run in ten: page faults on shared segments
+/// waiting for a page lock held by a preempted DAMON scan, gone since the
+/// segments are mapped populated, `shm::Segment::map`.)
 pub static DIRECT: once_cell::sync::Lazy<bool> =
-    once_cell::sync::Lazy::new(|| std::env::var("FI_OXSHM_DIRECT").is_ok_and(|v| v == "1"));
+    once_cell::sync::Lazy::new(|| std::env::var("FI_OXSHM_DIRECT").map_or(true, |v| v != "0"));
 /// `FI_OXSHM_SHARE`, read once ([`tune`]).
 static SHARE_POLICY: once_cell::sync::Lazy<tune::Policy> =
     once_cell::sync::Lazy::new(tune::Policy::from_env);
