@@ -494,6 +494,19 @@ mod tests {
         (t, r)
     }
 
+    /// A peer maps the whole table up front (its checks never fault on
+    /// it); unpopulated, it would map only the pages it has read.
+    #[test]
+    fn a_peer_view_maps_every_page_of_the_table() {
+        let (t, _r) = table_and_registry();
+        let p = PeerTable::open(std::process::id(), t.fd()).expect("peer view");
+        let mapped = crate::prov::oxshm::shm::tests::mapped_bytes(p.base);
+        assert!(
+            mapped >= BYTES / 4096 * 4096,
+            "the peer maps {mapped} of {BYTES}"
+        );
+    }
+
     #[test]
     fn a_peer_view_through_proc_checks_and_copies() {
         let (t, r) = table_and_registry();

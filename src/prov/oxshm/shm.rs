@@ -1276,7 +1276,7 @@ pub fn reap_peer(addr: &Address) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn addr(id: u32) -> Address {
@@ -1511,6 +1511,33 @@ mod tests {
         drop(own);
         assert!(peer.owner_gone());
         assert_eq!(Segment::open(&a).err(), Some(Error::NOENT));
+    }
+
+    /// Resident bytes of this process's mapping at `base` (`Rss` of its
+    /// entry in /proc/self/smaps): the pages it has mapped.
+    pub(crate) fn mapped_bytes(base: *const u8) -> usize {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let start = format!("{:x}-", base as usize);
+        let mut lines = smaps.lines().skip_while(|l| !l.starts_with(&start));
+        assert!(lines.next().is_some(), "no mapping at {base:?}");
+        let rss = lines.find(|l| l.starts_with("Rss:")).unwrap();
+        let kb: usize = rss.split_whitespace().nth(1).unwrap().parse().unwrap();
+        kb * 1024
+    }
+
+    /// The owner's mapping and a peer's both have every page of the
+    /// segment from the start: the data path never faults on one (see
+    /// `Segment::map`). Unpopulated, the owner maps only the pages it
+    /// initialises (140 KiB: the header and the cells), a peer fewer.
+    #[test]
+    fn segments_are_mapped_with_all_their_pages() {
+        let a = addr(11);
+        let own = Segment::create(&a, None).unwrap();
+        let peer = Segment::open(&a).unwrap();
+        let whole = SEGMENT_BYTES / 4096 * 4096;
+        let (o, p) = (mapped_bytes(own.base), mapped_bytes(peer.base));
+        assert!(o >= whole, "the owner maps {o} of {SEGMENT_BYTES}");
+        assert!(p >= whole, "a peer maps {p} of {SEGMENT_BYTES}");
     }
 
     #[test]
