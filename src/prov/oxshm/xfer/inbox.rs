@@ -348,26 +348,28 @@ impl Xfer {
     }
 
     /// The initiator's share of a shared copy of `len` bytes: all of it
-    /// when this process may not copy (`!mine`); with more requests
-    /// waiting in the inbox (or below [`HALVES_MIN`], which a shared copy
-    /// reaches only in a stream), whole operations in turn (each process
-    /// makes one system call per operation it copies, and the two still
-    /// copy at once); otherwise page-aligned halves, the initiator taking
-    /// the first, so that a lone large operation finishes sooner. 0: this
-    /// process copies it all.
+    /// when this process may not copy (`!mine`); otherwise as the tuner
+    /// says ([`tune::Tuner::way`]): page-aligned halves, the initiator
+    /// taking the first, for a lone operation of [`HALVES_MIN`] or more
+    /// (nothing waiting behind it in the inbox); in a stream, whole
+    /// operations in turn (each process makes one system call per
+    /// operation it copies, and the two still copy at once) where sharing
+    /// pays. 0: this process copies it all.
     pub(super) fn initiator_share(&self, len: u64, mine: bool) -> u64 {
         if !mine {
-            len
-        } else if !lock(&self.tuner).share(len, tune::now_ns()) {
-            0
-        } else if len < HALVES_MIN || self.inbox.more_behind() {
-            if self.turn.fetch_xor(true, Ordering::Relaxed) {
-                len
-            } else {
-                0
+            return len;
+        }
+        let lone = len >= HALVES_MIN && !self.inbox.more_behind();
+        match lock(&self.tuner).way(len, lone, tune::now_ns()) {
+            tune::Way::Alone => 0,
+            tune::Way::Halves => (len / 2) & !4095,
+            tune::Way::Turns => {
+                if self.turn.fetch_xor(true, Ordering::Relaxed) {
+                    len
+                } else {
+                    0
+                }
             }
-        } else {
-            (len / 2) & !4095
         }
     }
 
