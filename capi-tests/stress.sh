@@ -16,12 +16,9 @@
 #            which is faster and may switch between the two mid-run)
 #   direct   the ours binary with -D: no remote counters, so initiators
 #            copy RMA of 8 KiB and more themselves after checking the
-#            target's shared registration slots (direct RMA). Not in the
-#            smoke run of `make test` (VARIANTS there): on the 2-core VM
-#            about one run in ten stalls for 1-20 s with threads in the
-#            kernel waiting on a page lock (D, __folio_lock) under
-#            cross-memory copies from every process at once; every run
-#            still passes. `make stress` runs it.
+#            target's shared registration slots (direct RMA); the other
+#            variants bind remote counters, which keep RMA on the
+#            request path
 # Usage: [VARIANTS="ours asan ..."] capi-tests/stress.sh [SECONDS]   (default 5;
 #        every variant)
 # STRESS_ARGS adds options (e.g. STRESS_ARGS="-p 6 -e 3 -s 0x1234").

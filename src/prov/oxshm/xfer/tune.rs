@@ -29,8 +29,9 @@
 //! shared in halves whatever the stream's measurements say, since its
 //! initiator has nothing else to do, and its rate is the application's
 //! round trip, not the copy's. Counted with the stream, such transfers
-//! made `fi_rdm_pingpong -S all` copy 1-2 MiB alone in one sweep of three
-//! (2 MiB in 119-163 us instead of 89-103), and `fi_rma_pingpong` too.
+//! made some sweeps of `fi_rdm_pingpong -S all` copy 1-2 MiB alone (2 MiB
+//! in 95-163 us over four sweeps, 89-103 halved), and `fi_rma_pingpong`
+//! too (1 MiB in 55-69 us, 37-49 halved).
 //!
 //! `FI_OXSHM_SHARE` overrides: `1` always shares, `0` never does (lone
 //! transfers included), `auto` (the default) measures.
