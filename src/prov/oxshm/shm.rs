@@ -915,6 +915,9 @@ impl Segment {
         // SAFETY: the published position belongs to the consumer until
         // given back; len fits where the producer wrote.
         let msg = unsafe { std::slice::from_raw_parts(self.data(pos, spilled), len) };
+        if !spilled {
+            prefetch_rest(msg);
+        }
         f(msg);
         h.head.store(pos + 1, Ordering::Relaxed);
         self.hold(pos);
@@ -1061,6 +1064,45 @@ impl Drop for Segment {
         // SAFETY: base/SEGMENT_BYTES is our mapping; nothing refers to it.
         unsafe { libc::munmap(self.base as *mut libc::c_void, SEGMENT_BYTES) };
     }
+}
+
+/// Bytes of an in-place message whose lines [`prefetch_rest`] asks for.
+const PREFETCH_MAX: usize = 256;
+
+/// Asks at once for the cache lines of an in-place message after its first
+/// (which the owner has just read, with the sequence word), up to
+/// [`PREFETCH_MAX`] bytes. The producer's CPU holds them; read by the
+/// handler, each would be a transfer of its own, started only after the
+/// locks taken on the way. Fabtests, 5 alternating rounds on the Intel
+/// host, with against without: `fi_rdm_bw` 128 bytes 1021-1133 MB/s
+/// against 797-947, 256 bytes 1820-2007 against 1403-1457;
+/// `fi_rdm_tagged_bw` 128 and 256 bytes, medians 985 and 1699 against 890
+/// and 1395; `fi_rma_bw -o write` 64 bytes (a write's header is longer)
+/// 375 against 319; `fi_rdm_pingpong` 256 bytes 0.42-0.44 us against
+/// 0.44-0.47; 8 and 64-byte messages and 512 bytes unchanged. Past
+/// [`PREFETCH_MAX`] the handler's copy streams and the hardware
+/// prefetches; prefetching a whole 512-byte message measured no better.
+/// A prefetch reads nothing and faults on nothing.
+#[inline(always)]
+fn prefetch_rest(msg: &[u8]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let start = msg.as_ptr() as usize;
+        let end = start + msg.len().min(PREFETCH_MAX);
+        let mut line = (start & !63) + 64;
+        while line < end {
+            // SAFETY: a prefetch reads nothing and cannot fault; the line
+            // is inside the message anyway.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                    line as *const i8,
+                )
+            };
+            line += 64;
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = msg;
 }
 
 /// Whether this process is registered for asymmetric fences
