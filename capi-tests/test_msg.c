@@ -495,16 +495,17 @@ static int sendmsg_recvmsg(void)
 
 /* ----------------------------------------------------------------- inject */
 
-enum { NINJ = 50, INJ_LEN = 64 };
+/* INJ_MAX: oxshm's inject size, upstream shm's. */
+enum { NINJ = 50, INJ_LEN = 64, INJ_MAX = 4096 };
 
 static int inject_target(struct peer *p)
 {
 	unsigned char (*b)[INJ_LEN + 1] = calloc(NINJ + 1, INJ_LEN + 1);
-	unsigned char *full = calloc(1, 16384);
+	unsigned char *full = calloc(1, INJ_MAX);
 	CHECK(b && full);
 	for (int i = 0; i < NINJ; i++)
 		CHECK_OK(fi_recv(p->ep, b[i], INJ_LEN + 1, NULL, FI_ADDR_UNSPEC, &b[i]));
-	CHECK_OK(fi_recv(p->ep, full, 16384, NULL, FI_ADDR_UNSPEC, full));
+	CHECK_OK(fi_recv(p->ep, full, INJ_MAX, NULL, FI_ADDR_UNSPEC, full));
 	CHECK_OK(peer_sync(p));
 	int seen[NINJ] = { 0 }, rc = 0;
 	for (int k = 0; k < NINJ + 1 && !rc; k++) {
@@ -514,8 +515,8 @@ static int inject_target(struct peer *p)
 			break;
 		rc = 1;
 		if (e.op_context == full) {
-			CHECK(e.len == 16384);
-			rc = peer_check_fill(full, 16384, 9);
+			CHECK(e.len == INJ_MAX);
+			rc = peer_check_fill(full, INJ_MAX, 9);
 			continue;
 		}
 		unsigned char *r = e.op_context;
@@ -539,8 +540,8 @@ static int inject_target(struct peer *p)
 
 static int inject_initiator(struct peer *p)
 {
-	CHECK(p->info->tx_attr->inject_size == 16384);
-	unsigned char buf[16385] = { 0 };
+	CHECK(p->info->tx_attr->inject_size == INJ_MAX);
+	unsigned char buf[INJ_MAX + 1] = { 0 };
 	CHECK_RC(fi_inject(p->ep, buf, sizeof(buf), p->other), -FI_EMSGSIZE);
 	CHECK_OK(peer_sync(p));
 	for (int i = 0; i < NINJ; i++) {
@@ -550,9 +551,9 @@ static int inject_initiator(struct peer *p)
 		/* The buffer is ours again at once. */
 		memset(buf, 0xEE, INJ_LEN);
 	}
-	peer_fill(buf, 16384, 9);
-	CHECK_OK(fi_inject(p->ep, buf, 16384, p->other));
-	memset(buf, 0xEE, 16384);
+	peer_fill(buf, INJ_MAX, 9);
+	CHECK_OK(fi_inject(p->ep, buf, INJ_MAX, p->other));
+	memset(buf, 0xEE, INJ_MAX);
 	/* Injects complete at the counter only, never at the CQ. */
 	CHECK_OK(wait_cntr(p, C_SEND, NINJ + 1));
 	CHECK_OK(peer_cq_stays_empty(p, 50));

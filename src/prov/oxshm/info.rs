@@ -144,7 +144,7 @@ pub fn offers(api_version: u32) -> Vec<Info> {
             op_flags: 0,
             msg_order: MSG_ORDER,
             comp_order: 0,
-            inject_size: super::xfer::INLINE,
+            inject_size: super::xfer::INJECT,
             size: 1024,
             iov_limit: super::xfer::IOV_MAX,
             rma_iov_limit: 1,

@@ -625,7 +625,7 @@ fn options() {
             getopt(f, FI_OPT_ENDPOINT, FI_OPT_INJECT_MSG_SIZE, pv, &mut len),
             0
         );
-        assert_eq!(v, super::super::xfer::INLINE);
+        assert_eq!(v, super::super::xfer::INJECT);
         let av = r.av(fi_av_type::FI_AV_TABLE);
         assert_eq!(bind(f, as_fid(av), 0), 0);
         assert_eq!(control(f, FI_ENABLE, null_mut()), 0);

@@ -72,10 +72,18 @@ impl Xfer {
             }
             _ => {}
         }
+        // A lone send goes as one cross-memory copy (`lone_send`).
+        let lone = matches!(p.kind, OpKind::Send { .. })
+            && !inject
+            && len as usize >= LONE_MIN
+            && self.is_lone(
+                len as usize,
+                lock(&self.peers).get(&dest).is_some_and(|p| p.cma),
+            );
         let inline = match p.kind {
             OpKind::Read => len as usize <= INLINE,
             OpKind::Atomic { .. } => true,
-            _ => len as usize <= INLINE || inject,
+            _ => (len as usize <= INLINE && !lone) || inject,
         };
         if inject && len as usize > INLINE {
             return Err(Error::MSGSIZE);
@@ -362,6 +370,11 @@ impl Xfer {
         let report = self.tx_reports(q.silent, q.flags);
         let mut peers = lock(&self.peers);
         let peer = peers.get_cached(&dest)?;
+        // A send that may be lone is left to `post`, which decides.
+        if q.write.is_none() && !q.silent && q.len >= LONE_MIN && self.may_be_lone(q.len, peer.cma)
+        {
+            return None;
+        }
         let (kind, cntr) = match q.write {
             Some(_) => (OpKind::Write, C_WRITE),
             None => (
