@@ -126,5 +126,46 @@ for n in $(seq 1 133) $(seq 256 269); do
 	[ "$got" = "$want" ] && pass || fail "fi_strerror $n: '$got', upstream '$want'"
 done
 
+# Open MPI (Debian's, unmodified) on our library: two ranks whose btl ofi
+# runs over oxshm for the one-sided part (osc rdma: MPI_Put/MPI_Get/
+# MPI_Accumulate into a registered window) beside vader for the rest, with
+# capi-tests/shim_mpi.c (ping-pong, one-sided, matched probes, each part's
+# bytes checked). The same lines as a run without ofi, both ranks' oxshm
+# domains registered the windows (FI_OXSHM_STATS), and MPI_Finalize
+# returns: it closes the memory monitor Open MPI imported into the
+# registration cache (fi_import "mr_cache", then fi_close on the
+# monitor's fid). Open MPI's mtl ofi is not run: it asks for
+# FI_REMOTE_COMM, which oxshm, like upstream's shm, does not offer.
+if ! { command -v mpicc && command -v mpirun; } >/dev/null; then
+	apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -qq openmpi-bin libopenmpi-dev >/dev/null ||
+		{ echo "upstream-bin: could not install Open MPI"; exit 1; }
+fi
+mpicc -O1 -Wall -Wextra -Werror -o "$tmp/mpi" capi-tests/shim_mpi.c
+mpi() {
+	timeout 120 mpirun --allow-run-as-root --oversubscribe -np 2 --mca pml ob1 "$@" "$tmp/mpi"
+}
+rc=0
+mpi --mca btl vader,self --mca osc pt2pt >"$tmp/mpi-ref" 2>&1 || rc=$?
+[ "$rc" = 0 ] && [ "$(grep -cE '^(pingpong|onesided|mprobe) ok ' "$tmp/mpi-ref")" = 3 ] && pass ||
+	{ fail "Open MPI reference run (btl vader,self): exit $rc"; tail -n 20 "$tmp/mpi-ref"; }
+rc=0
+mpi --mca btl ofi,vader,self --mca osc rdma --mca btl_ofi_provider_include oxshm \
+	-x LD_LIBRARY_PATH="$BUILD" -x FI_LOG_LEVEL=info -x FI_OXSHM_STATS=1 >"$tmp/mpi-ofi" 2>&1 || rc=$?
+if [ "$rc" = 0 ] && diff <(grep -E '^(pingpong|onesided|mprobe) ' "$tmp/mpi-ref") \
+	<(grep -E '^(pingpong|onesided|mprobe) ' "$tmp/mpi-ofi") >/dev/null; then
+	pass
+else
+	fail "Open MPI with btl ofi over oxshm: exit $rc, or not the reference's lines:"
+	grep -vE '^libfabric:' "$tmp/mpi-ofi" | tail -n 20
+fi
+# Both ranks' oxshm domains took registrations, and closed them all.
+if [ "$(grep -cE 'oxshm:domain:.*domain statistics: 0 live MRs \(0 bytes\), [1-9][0-9]* registrations' "$tmp/mpi-ofi")" -ge 2 ]; then
+	pass
+else
+	fail "Open MPI with btl ofi over oxshm: no oxshm domain with registrations in each rank:"
+	grep -E 'domain statistics' "$tmp/mpi-ofi" | head -n 5
+fi
+
 echo "upstream-bin: $passed passed, $failed failed"
 [ "$failed" -eq 0 ] || exit 1

@@ -78,6 +78,8 @@ pub trait Imported: Send + Sync {
     fn unsubscribe(&self, start: u64, len: u64);
     /// Whether the monitor still vouches for the range (its `valid` op).
     fn valid(&self, start: u64, len: u64) -> bool;
+    /// Which monitor this is (the address of its fid).
+    fn id(&self) -> usize;
 }
 
 static CACHES: Mutex<Vec<Weak<dyn Invalidate>>> = Mutex::new(Vec::new());
@@ -194,8 +196,54 @@ pub fn import(m: Arc<dyn Imported>) -> Result<()> {
             return Err(Error::BUSY);
         }
     }
-    *IMPORTED.lock().unwrap_or_else(|e| e.into_inner()) = Some(m);
+    let mut imp = IMPORTED.lock().unwrap_or_else(|e| e.into_inner());
+    if imp.is_some() {
+        crate::ox_log!(
+            Warn,
+            Mr,
+            super::NAME,
+            "a memory monitor is imported already: close it (fi_close on its fid) before importing another"
+        );
+        return Err(Error::BUSY);
+    }
+    *imp = Some(m);
     let _ = CHOSEN.set(Kind::Imported);
+    Ok(())
+}
+
+/// The application closes its imported monitor (fi_close on the monitor's
+/// fid, which the import filled in). Refused while a pinned-mode domain is
+/// open, since its cache relies on the monitor; once closed, nothing is
+/// cached until another monitor is imported.
+pub fn release_imported(id: usize) -> Result<()> {
+    let u = USERS.lock().unwrap_or_else(|e| e.into_inner());
+    let mut imp = IMPORTED.lock().unwrap_or_else(|e| e.into_inner());
+    if imp.as_ref().is_none_or(|m| m.id() != id) {
+        crate::ox_log!(
+            Warn,
+            Mr,
+            super::NAME,
+            "fi_close: not the imported memory monitor (closed already?)"
+        );
+        return Err(Error::INVAL);
+    }
+    if u.0 > 0 {
+        crate::ox_log!(
+            Warn,
+            Mr,
+            super::NAME,
+            "fi_close: the imported memory monitor serves {} open domain(s) with a registration cache; close them first",
+            u.0
+        );
+        return Err(Error::BUSY);
+    }
+    *imp = None;
+    crate::ox_log!(
+        Info,
+        Mr,
+        super::NAME,
+        "the imported memory monitor is closed: registrations are not cached until another is imported"
+    );
     Ok(())
 }
 
@@ -220,7 +268,16 @@ pub fn domain_opened() -> bool {
                 u.0 -= 1;
                 return false;
             }
-            None => {}
+            None => {
+                crate::ox_log!(
+                    Info,
+                    Mr,
+                    super::NAME,
+                    "the imported memory monitor was closed and no other is imported: registrations are not cached"
+                );
+                u.0 -= 1;
+                return false;
+            }
         }
     }
     true

@@ -5,7 +5,9 @@
 //! one for system memory; the import must come before the first pinned-mode
 //! domain opens.
 //!
-//! The library fills in `monitor->import_ops` (its `notify`), calls
+//! The library fills in `monitor->import_ops` (its `notify`) and the
+//! monitor fid's ops (fi_close takes the monitor back, refused while a
+//! pinned-mode domain is open; a second import waits for it), calls
 //! `start` when the first pinned-mode domain opens and `stop` when the last
 //! closes, `subscribe`/`unsubscribe` for each cached range and `valid`
 //! before serving a cached range. `notify` invalidates every cached pinning
@@ -24,6 +26,18 @@ static FI_OPS: fi_ops = fi_ops {
     size: std::mem::size_of::<fi_ops>(),
     close: Some(close),
     bind: Some(bind),
+    control: Some(nosys::control),
+    ops_open: Some(nosys::ops_open),
+    tostr: Some(nosys::tostr),
+    ops_set: Some(nosys::ops_set),
+};
+
+/// The ops an imported monitor's fid gets: fi_close on it removes it
+/// ([`monitor::release_imported`]).
+static MONITOR_OPS: fi_ops = fi_ops {
+    size: std::mem::size_of::<fi_ops>(),
+    close: Some(close_monitor),
+    bind: Some(nosys::bind),
     control: Some(nosys::control),
     ops_open: Some(nosys::ops_open),
     tostr: Some(nosys::tostr),
@@ -118,6 +132,9 @@ impl monitor::Imported for Imported {
             unsafe { f(self.0, start as *const c_void, len as size_t) };
         }
     }
+    fn id(&self) -> usize {
+        self.0 as usize
+    }
     fn valid(&self, start: u64, len: u64) -> bool {
         // SAFETY: as above.
         match unsafe { (*(*self.0).export_ops).valid } {
@@ -158,8 +175,22 @@ unsafe extern "C" fn bind(f: *mut fid, bfid: *mut fid, _flags: u64) -> c_int {
             return Err(Error::INVAL);
         }
         monitor::import(Arc::new(Imported(m)))?;
-        // SAFETY: the application lends the monitor; import_ops is ours to set.
-        unsafe { (*m).import_ops = &NOTIFY_OPS as *const _ as *mut fi_ops_mem_notify };
+        // SAFETY: the application lends the monitor; its import_ops and
+        // its fid's ops are ours to set (fi_ext.h): the application calls
+        // fi_close on the fid to take the monitor back, as Open MPI does.
+        unsafe {
+            (*m).import_ops = &NOTIFY_OPS as *const _ as *mut fi_ops_mem_notify;
+            (*m).fid.ops = &MONITOR_OPS as *const fi_ops as *mut fi_ops;
+        }
+        Ok(0)
+    })
+}
+
+/// fi_close on an imported monitor's fid.
+unsafe extern "C" fn close_monitor(f: *mut fid) -> c_int {
+    slot("fi_close", || {
+        crate::boundary::nonnull(f, "fi_close", "fid")?;
+        monitor::release_imported(f as usize)?;
         Ok(0)
     })
 }
