@@ -104,7 +104,7 @@ const _: () = assert!(CELL_DATA < SPILLED as usize && SMALL_DATA < CELL_DATA);
 
 const MAGIC: u64 = u64::from_be_bytes(*b"oxshmSG1");
 /// Version of this layout; a peer with another one is refused.
-const LAYOUT: u32 = 9;
+const LAYOUT: u32 = 10;
 
 /// What a message means to an owner asleep on its wake-up socket.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

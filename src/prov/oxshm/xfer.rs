@@ -176,6 +176,9 @@ const K_RDATA: u32 = 9;
 /// A small message in the short header ([`Small`]): an inline send that
 /// waits for no answer and carries no authorization key.
 const K_SMSG: u32 = 10;
+/// A small write in the short header ([`Small`]): an injected write that
+/// waits for no answer and carries no authorization key.
+const K_SWRITE: u32 = 11;
 
 // Wire flags.
 const W_INLINE: u32 = 1 << 0;
@@ -259,15 +262,17 @@ const _: () = assert!(WIRE + AUTH_MAX + 2 * ATOMIC_MAX + IOV_MAX * 16 <= CELL_DA
 /// Payload bytes of one staged piece: a whole ring cell less the header.
 pub const CHUNK: usize = CELL_DATA - WIRE;
 
-/// The header of a small message ([`K_SMSG`]), for the sends that need
-/// no more: inline, acknowledged by nobody ([`W_NOACK`]), without an
-/// authorization key. After it come the tag (with [`W_TAGGED`]), the
-/// remote CQ data (with [`W_DATA`]), 8 bytes each, then the payload. With
-/// the cell's own header, a message of up to 8 bytes (tagged, or with
-/// data) fits the cell's first cache line, which the target reads first
-/// anyway to see the message: one line crosses between the CPUs instead
-/// of two for [`Wire`]'s 104 bytes (and for 64 bytes, two instead of
-/// three).
+/// The header of a short request: a small message ([`K_SMSG`]) or a small
+/// write ([`K_SWRITE`]), for the inline requests that need no more: acknowledged by
+/// nobody ([`W_NOACK`]), without an authorization key. After it come, for a
+/// write, the target key and address, then the tag (with [`W_TAGGED`]) and
+/// the remote CQ data (with [`W_DATA`]), 8 bytes each, then the payload.
+/// The payload's length is what the cell holds past them (the cell's own
+/// header has the request's length). With the cell's header, a message of
+/// up to 16 bytes (tagged, or with data) or a write of up to 8 bytes fits
+/// the cell's first cache line, which the target reads first anyway to see
+/// the request: one line crosses between the CPUs instead of two for
+/// [`Wire`]'s 104 bytes, and for 64 bytes two instead of three.
 #[repr(C)]
 #[derive(Clone, Copy, Default, Debug)]
 struct Small {
@@ -276,35 +281,59 @@ struct Small {
     src_pid: u32,
     src_ep: u32,
     src_nonce: u64,
-    len: u64,
 }
 
 const SMALL: usize = std::mem::size_of::<Small>();
-const _: () = assert!(SMALL == 32);
+const _: () = assert!(SMALL == 24);
+
+/// Whether a ring message starts with a short header.
+#[inline(always)]
+fn is_small(m: &[u8]) -> bool {
+    m.len() >= 4
+        && matches!(
+            u32::from_ne_bytes([m[0], m[1], m[2], m[3]]),
+            K_SMSG | K_SWRITE
+        )
+}
 
 impl Small {
-    /// Bytes of the header with its optional fields.
+    /// Bytes of the header of a request of `kind` with its optional fields.
     #[inline(always)]
-    fn room(flags: u32) -> usize {
-        SMALL + 8 * ((flags & W_TAGGED != 0) as usize + (flags & W_DATA != 0) as usize)
+    fn room(kind: u32, flags: u32) -> usize {
+        SMALL
+            + 16 * (kind == K_SWRITE) as usize
+            + 8 * ((flags & W_TAGGED != 0) as usize + (flags & W_DATA != 0) as usize)
     }
 
-    /// Writes the header of a small message from `src` into `cell`, its
-    /// optional fields as `flags` says; returns where the payload starts.
+    /// Writes the header of a short request from `src` into `cell`: a
+    /// write to `target` (key, address) when there is one, a message
+    /// otherwise, its optional fields as `flags` says; returns where the
+    /// payload starts.
     #[inline(always)]
-    fn write(flags: u32, src: &Address, len: u64, tag: u64, data: u64, cell: &mut [u8]) -> usize {
+    fn write(
+        flags: u32,
+        src: &Address,
+        target: Option<(u64, u64)>,
+        tag: u64,
+        data: u64,
+        cell: &mut [u8],
+    ) -> usize {
         let h = Small {
-            kind: K_SMSG,
+            kind: if target.is_some() { K_SWRITE } else { K_SMSG },
             flags,
             src_pid: src.pid,
             src_ep: src.ep_id,
             src_nonce: src.nonce,
-            len,
         };
         // SAFETY: Small is repr(C) plain data of SMALL bytes.
         let b = unsafe { std::slice::from_raw_parts(&h as *const Small as *const u8, SMALL) };
         cell[..SMALL].copy_from_slice(b);
         let mut at = SMALL;
+        if let Some((key, addr)) = target {
+            cell[at..at + 8].copy_from_slice(&key.to_ne_bytes());
+            cell[at + 8..at + 16].copy_from_slice(&addr.to_ne_bytes());
+            at += 16;
+        }
         if flags & W_TAGGED != 0 {
             cell[at..at + 8].copy_from_slice(&tag.to_ne_bytes());
             at += 8;
@@ -316,29 +345,36 @@ impl Small {
         at
     }
 
-    /// The [`Wire`] of a small message, and its payload; None when it is
-    /// short.
+    /// The [`Wire`] of a short request (a [`K_MSG`] or a [`K_WRITE`]),
+    /// and its payload; None when it is short.
     fn parse(m: &[u8]) -> Option<(Wire, &[u8])> {
         if m.len() < SMALL {
             return None;
         }
         // SAFETY: m holds SMALL bytes; any bit pattern is a valid Small.
         let h = unsafe { std::ptr::read_unaligned(m.as_ptr() as *const Small) };
-        let at = Small::room(h.flags);
+        let at = Small::room(h.kind, h.flags);
         if m.len() < at {
             return None;
         }
         let word = |i: usize| u64::from_ne_bytes(m[i..i + 8].try_into().unwrap_or([0; 8]));
+        // The short forms are inline and unanswered, whatever the flags say.
         let mut w = Wire {
             kind: K_MSG,
-            flags: h.flags,
+            flags: h.flags | W_INLINE | W_NOACK,
             src_pid: h.src_pid,
             src_ep: h.src_ep,
             src_nonce: h.src_nonce,
-            len: h.len,
+            len: (m.len() - at) as u64,
             ..Default::default()
         };
         let mut f = SMALL;
+        if h.kind == K_SWRITE {
+            w.kind = K_WRITE;
+            w.key = word(f);
+            w.addr = word(f + 8);
+            f += 16;
+        }
         if h.flags & W_TAGGED != 0 {
             w.tag = word(f);
             f += 8;
@@ -1687,20 +1723,65 @@ mod tests {
                 | if tagged { W_TAGGED } else { 0 }
                 | if data { W_DATA } else { 0 };
             let mut cell = [0xa5u8; 128];
-            let at = Small::write(flags, &src, 8, 0xdead_beef, 0x0bad_cafe, &mut cell);
-            assert_eq!(at, Small::room(flags));
+            let at = Small::write(flags, &src, None, 0xdead_beef, 0x0bad_cafe, &mut cell);
+            assert_eq!(at, Small::room(K_SMSG, flags));
             cell[at..at + 8].copy_from_slice(b"payload!");
             let (w, body) = Small::parse(&cell[..at + 8]).expect("a whole small message");
             assert_eq!((w.kind, w.flags, w.len), (K_MSG, flags, 8));
+            assert_eq!((w.key, w.addr), (0, 0));
             assert_eq!(w.src(), src);
             assert_eq!(w.tag, if tagged { 0xdead_beef } else { 0 });
             assert_eq!(w.data, if data { 0x0bad_cafe } else { 0 });
             assert_eq!(body, b"payload!");
+            // No payload: a message of length 0.
+            let (w, body) = Small::parse(&cell[..at]).expect("an empty message");
+            assert_eq!((w.len, body.len()), (0, 0));
         }
-        // Up to 8 bytes, tagged or with data, the message and the cell's
+        // Up to 16 bytes, tagged or with data, the message and the cell's
         // own header share one cache line.
-        assert!(shm::CELL_HEAD + Small::room(W_TAGGED) + 8 <= 64);
-        assert!(shm::CELL_HEAD + Small::room(W_DATA) + 8 <= 64);
+        assert!(shm::CELL_HEAD + Small::room(K_SMSG, W_TAGGED) + 16 <= 64);
+        assert!(shm::CELL_HEAD + Small::room(K_SMSG, W_DATA) + 16 <= 64);
+    }
+
+    #[test]
+    fn a_small_write_header_reads_back_as_the_write_it_was() {
+        let src = Address {
+            pid: 77,
+            ep_id: 3,
+            nonce: 0x0102_0304_0506_0708,
+        };
+        for data in [false, true] {
+            // The flags say neither inline nor unanswered: the short form
+            // is both whatever they say.
+            let flags = if data { W_DATA } else { 0 };
+            let mut cell = [0u8; 128];
+            let target = Some((0xfeed_0000_0000_0042, 0x7f00_dead_b000));
+            let at = Small::write(flags, &src, target, 0, 0x5eed, &mut cell);
+            assert_eq!(at, Small::room(K_SWRITE, flags));
+            assert!(is_small(&cell[..at]));
+            cell[at..at + 5].copy_from_slice(b"bytes");
+            let (w, body) = Small::parse(&cell[..at + 5]).expect("a whole small write");
+            assert_eq!(w.kind, K_WRITE);
+            assert_eq!(w.flags, flags | W_INLINE | W_NOACK);
+            assert_eq!(
+                (w.key, w.addr, w.len),
+                (0xfeed_0000_0000_0042, 0x7f00_dead_b000, 5)
+            );
+            assert_eq!(w.data, if data { 0x5eed } else { 0 });
+            assert_eq!((w.tag, w.auth_len, w.niov), (0, 0, 0));
+            assert_eq!(w.src(), src);
+            assert_eq!(body, b"bytes");
+        }
+        // An 8-byte write and the cell's header share one cache line; a
+        // 64-byte write with remote CQ data takes two.
+        assert!(shm::CELL_HEAD + Small::room(K_SWRITE, 0) + 8 <= 64);
+        assert!(shm::CELL_HEAD + Small::room(K_SWRITE, W_DATA) + 64 <= 128);
+        // A whole header is not short.
+        let w = Wire {
+            kind: K_WRITE,
+            ..Default::default()
+        };
+        assert!(!is_small(w.bytes()));
     }
 
     #[test]
@@ -1751,10 +1832,13 @@ mod tests {
             nonce: 3,
         };
         let mut cell = [0u8; 64];
-        let at = Small::write(W_INLINE | W_TAGGED | W_DATA, &src, 0, 1, 2, &mut cell);
+        let at = Small::write(W_INLINE | W_TAGGED | W_DATA, &src, None, 1, 2, &mut cell);
         assert!(Small::parse(&cell[..at]).is_some());
         assert!(Small::parse(&cell[..at - 1]).is_none());
         assert!(Small::parse(&cell[..SMALL - 1]).is_none());
+        let at = Small::write(W_DATA, &src, Some((1, 2)), 0, 3, &mut cell);
+        assert!(Small::parse(&cell[..at]).is_some());
+        assert!(Small::parse(&cell[..at - 1]).is_none());
     }
 
     #[test]

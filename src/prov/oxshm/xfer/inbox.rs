@@ -9,41 +9,43 @@ use super::*;
 
 impl Xfer {
     pub(super) fn handle(&self, m: &[u8]) {
-        if m.len() >= 4 && u32::from_ne_bytes([m[0], m[1], m[2], m[3]]) == K_SMSG {
+        let (w, auth, body) = if is_small(m) {
             match Small::parse(m) {
-                Some((w, body)) => return self.on_message(&w, body),
+                Some((w, body)) => (w, &[][..], body),
                 None => {
                     crate::ox_log!(
                         Warn,
                         EpData,
                         super::super::NAME,
-                        "dropped a short small message ({} bytes)",
+                        "dropped a short small request ({} bytes)",
                         m.len()
                     );
                     return;
                 }
             }
-        }
-        let Some((w, rest)) = Wire::parse(m) else {
-            crate::ox_log!(
-                Warn,
-                EpData,
-                super::super::NAME,
-                "dropped a short message ({} bytes)",
-                m.len()
-            );
-            return;
+        } else {
+            let Some((w, rest)) = Wire::parse(m) else {
+                crate::ox_log!(
+                    Warn,
+                    EpData,
+                    super::super::NAME,
+                    "dropped a short message ({} bytes)",
+                    m.len()
+                );
+                return;
+            };
+            match w.kind {
+                K_RESP => return self.on_response(&w, rest),
+                K_GRANT => return self.on_grant(&w, rest),
+                K_DONE => return self.on_done(&w),
+                K_CHUNK => return self.on_chunk(&w, rest),
+                K_RDATA => return self.on_rdata(&w, rest),
+                _ => {}
+            }
+            let auth_len = (w.auth_len as usize).min(rest.len()).min(AUTH_MAX);
+            let (auth, body) = rest.split_at(auth_len);
+            (w, auth, body)
         };
-        match w.kind {
-            K_RESP => return self.on_response(&w, rest),
-            K_GRANT => return self.on_grant(&w, rest),
-            K_DONE => return self.on_done(&w),
-            K_CHUNK => return self.on_chunk(&w, rest),
-            K_RDATA => return self.on_rdata(&w, rest),
-            _ => {}
-        }
-        let auth_len = (w.auth_len as usize).min(rest.len()).min(AUTH_MAX);
-        let (auth, body) = rest.split_at(auth_len);
         let r = match w.kind {
             K_MSG => return self.on_message(&w, body),
             K_WRITE | K_READ => match self.on_rma(&w, auth, body) {

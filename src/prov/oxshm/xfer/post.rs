@@ -183,17 +183,19 @@ impl Xfer {
             if !direct {
                 return peer.seg.send(&[w.bytes(), auth, &body], Urgency::Request);
             }
-            // A message that waits for no answer and carries no key goes
-            // in the short header.
-            let small = w.kind == K_MSG && w.flags & W_NOACK != 0 && auth.is_empty();
+            // A message or write that waits for no answer and carries no
+            // key goes in the short header.
+            let small =
+                matches!(w.kind, K_MSG | K_WRITE) && w.flags & W_NOACK != 0 && auth.is_empty();
+            let target = (w.kind == K_WRITE).then_some((w.key, w.addr));
             let head = if small {
-                Small::room(w.flags)
+                Small::room(if target.is_some() { K_SWRITE } else { K_SMSG }, w.flags)
             } else {
                 WIRE + auth.len()
             };
             peer.seg.send_with(head + len as usize, |cell| {
                 if small {
-                    Small::write(w.flags, &w.src(), w.len, w.tag, w.data, cell);
+                    Small::write(w.flags, &w.src(), target, w.tag, w.data, cell);
                 } else {
                     cell[..WIRE].copy_from_slice(w.bytes());
                     cell[WIRE..WIRE + auth.len()].copy_from_slice(auth);
@@ -412,7 +414,7 @@ impl Xfer {
             }
             | if q.data.is_some() { W_DATA } else { 0 };
         // The short header when nothing needs the whole one.
-        let r = if q.write.is_none() && self.auth.is_empty() {
+        let r = if self.auth.is_empty() {
             self.put_small(peer, q, flags, op.data)
         } else {
             self.put_wire(peer, q, flags, op.data)
@@ -431,10 +433,18 @@ impl Xfer {
     /// [`Xfer::post_small`]'s message in the short header.
     #[inline(always)]
     fn put_small(&self, peer: &Peer, q: &Quick, flags: u32, data: u64) -> Result<()> {
-        let (head, len) = (Small::room(flags), q.len);
+        let kind = if q.write.is_some() { K_SWRITE } else { K_SMSG };
+        let (head, len) = (Small::room(kind, flags), q.len);
         let mut c = peer.seg.claim(head + len)?;
         let cell = c.data();
-        Small::write(flags, &self.addr, len as u64, q.tag, data, cell);
+        Small::write(
+            flags,
+            &self.addr,
+            q.write.map(|(a, k)| (k, a)),
+            q.tag,
+            data,
+            cell,
+        );
         let end = payload(cell, head, q.buf, len);
         c.commit(end, Urgency::Request);
         Ok(())
