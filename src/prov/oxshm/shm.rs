@@ -81,6 +81,11 @@ pub const CELLS: usize = 128;
 pub const CELL_HEAD: usize = 16;
 /// Bytes of message a cell carries in place.
 pub const SMALL_DATA: usize = CELL - CELL_HEAD;
+/// Where a cell's second cache line starts in its message (cells start on
+/// a line: the segment is mapped on a page, and the header and the cell
+/// stride are whole lines).
+pub const LINE_AT: usize = 64 - CELL_HEAD;
+const _: () = assert!(HEADER % 64 == 0 && CELL_STRIDE % 64 == 0);
 /// Bytes of message one ring position carries (longer than
 /// [`SMALL_DATA`]: in the position's spill area).
 pub const CELL_DATA: usize = 16880;
@@ -104,7 +109,7 @@ const _: () = assert!(CELL_DATA < SPILLED as usize && SMALL_DATA < CELL_DATA);
 
 const MAGIC: u64 = u64::from_be_bytes(*b"oxshmSG1");
 /// Version of this layout; a peer with another one is refused.
-const LAYOUT: u32 = 10;
+const LAYOUT: u32 = 11;
 
 /// What a message means to an owner asleep on its wake-up socket.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -873,8 +878,9 @@ impl Segment {
         true
     }
 
-    /// Hands the oldest published message of this (own) ring to `f`; false
-    /// when there is none. One consumer at a time.
+    /// Hands the oldest published message of this (own) ring to `f`, with
+    /// the pid of the process that claimed its cell; false when there is
+    /// none. One consumer at a time.
     ///
     /// The cell of the last message handed out is given back to producers
     /// late ([`Segment::hold`]): when the next message is consumed, or at
@@ -885,7 +891,7 @@ impl Segment {
     /// taken from the producer: deferred, the wait falls on a poll of an
     /// empty ring, not on the path from a message to its answer.
     #[inline(always)]
-    pub fn recv(&self, f: impl FnOnce(&[u8])) -> bool {
+    pub fn recv(&self, f: impl FnOnce(u32, &[u8])) -> bool {
         let h = self.header();
         let pos = h.head.load(Ordering::Relaxed);
         let c = self.cell_head(pos);
@@ -918,7 +924,7 @@ impl Segment {
         if !spilled {
             prefetch_rest(msg);
         }
-        f(msg);
+        f(c.pid.load(Ordering::Relaxed), msg);
         h.head.store(pos + 1, Ordering::Relaxed);
         self.hold(pos);
         true
@@ -1372,9 +1378,12 @@ pub(crate) mod tests {
         // Dropped unwritten (a panic between claim and commit): the cell
         // is not left claimed, the owner sees an empty message.
         drop(peer.claim(16).unwrap());
-        assert!(own.recv(|m| assert_eq!(m, b"hello")));
-        assert!(own.recv(|m| assert!(m.is_empty())));
-        assert!(!own.recv(|_| panic!("empty ring")));
+        assert!(own.recv(|pid, m| {
+            assert_eq!(pid, my_pid());
+            assert_eq!(m, b"hello")
+        }));
+        assert!(own.recv(|_, m| assert!(m.is_empty())));
+        assert!(!own.recv(|_, _| panic!("empty ring")));
         assert_eq!(peer.claim(CELL_DATA + 1).err(), Some(Error::MSGSIZE));
     }
 
@@ -1390,13 +1399,13 @@ pub(crate) mod tests {
         assert_eq!(peer.send(&[b"full"], Urgency::Request), Err(Error::AGAIN));
         for i in 0..CELLS as u32 {
             let mut got = Vec::new();
-            assert!(own.recv(|m| got.extend_from_slice(m)));
+            assert!(own.recv(|_, m| got.extend_from_slice(m)));
             assert_eq!(&got[..4], &i.to_ne_bytes());
             assert_eq!(&got[4..], b"xyz");
         }
-        assert!(!own.recv(|_| panic!("empty ring")));
+        assert!(!own.recv(|_, _| panic!("empty ring")));
         peer.send(&[b"again"], Urgency::Request).unwrap();
-        assert!(own.recv(|m| assert_eq!(m, b"again")));
+        assert!(own.recv(|_, m| assert_eq!(m, b"again")));
     }
 
     #[test]
@@ -1419,17 +1428,17 @@ pub(crate) mod tests {
             }
             for (k, &n) in lens.iter().enumerate() {
                 let want: Vec<u8> = (0..n).map(|i| (i * 7 + k + lap) as u8).collect();
-                assert!(own.recv(|m| assert_eq!(m, &want[..], "lap {lap}, {n} bytes")));
-                assert!(own.recv(|m| assert_eq!(m, &[k as u8, lap as u8, 0xee])));
+                assert!(own.recv(|_, m| assert_eq!(m, &want[..], "lap {lap}, {n} bytes")));
+                assert!(own.recv(|_, m| assert_eq!(m, &[k as u8, lap as u8, 0xee])));
             }
         }
-        assert!(!own.recv(|_| panic!("empty ring")));
+        assert!(!own.recv(|_, _| panic!("empty ring")));
         // Past the largest: refused, nothing claimed.
         assert_eq!(
             peer.send_with(CELL_DATA + 1, |_| panic!("no cell for it")),
             Err(Error::MSGSIZE)
         );
-        assert!(!own.recv(|_| panic!("empty ring")));
+        assert!(!own.recv(|_, _| panic!("empty ring")));
     }
 
     #[test]
@@ -1438,7 +1447,7 @@ pub(crate) mod tests {
         let own = Segment::create(&a, None).unwrap();
         let peer = Segment::open(&a).unwrap();
         peer.send(&[b"one"], Urgency::Request).unwrap();
-        assert!(own.recv(|m| assert_eq!(m, b"one")));
+        assert!(own.recv(|_, m| assert_eq!(m, b"one")));
         // Its cell is held: the ring takes one message less.
         let fill = |n: usize| {
             for _ in 0..n {
@@ -1448,18 +1457,18 @@ pub(crate) mod tests {
         fill(CELLS - 1);
         assert_eq!(peer.send(&[b"full"], Urgency::Request), Err(Error::AGAIN));
         // Consuming the next message gives the held cell back.
-        assert!(own.recv(|m| assert_eq!(m, b"x")));
+        assert!(own.recv(|_, m| assert_eq!(m, b"x")));
         peer.send(&[b"x"], Urgency::Request).unwrap();
         assert_eq!(peer.send(&[b"full"], Urgency::Request), Err(Error::AGAIN));
         // The loop ends on the first empty look, which keeps the last
         // cell; a ring is not idle while a cell is held.
-        while own.recv(|m| assert_eq!(m, b"x")) {}
+        while own.recv(|_, m| assert_eq!(m, b"x")) {}
         assert!(!own.idle());
         fill(CELLS - 1);
         assert_eq!(peer.send(&[b"full"], Urgency::Request), Err(Error::AGAIN));
         // The second empty look gives it back.
-        while own.recv(|_| {}) {}
-        assert!(!own.recv(|_| panic!("empty ring")));
+        while own.recv(|_, _| {}) {}
+        assert!(!own.recv(|_, _| panic!("empty ring")));
         assert!(own.idle());
         fill(CELLS);
         assert_eq!(peer.send(&[b"full"], Urgency::Request), Err(Error::AGAIN));
@@ -1495,7 +1504,7 @@ pub(crate) mod tests {
             let start = Instant::now();
             let mut got = Vec::new();
             while got.is_empty() {
-                own.recv(|m| got.extend_from_slice(m));
+                own.recv(|_, m| got.extend_from_slice(m));
                 assert!(
                     start.elapsed() < STALL * 20,
                     "the stalled claim (pid {pid}) was never skipped"
@@ -1531,7 +1540,7 @@ pub(crate) mod tests {
             }
             let mut got = 0;
             while got < 4 * n {
-                if own.recv(|m| {
+                if own.recv(|_, m| {
                     let t = u32::from_ne_bytes(m[..4].try_into().unwrap()) as usize;
                     let i = u32::from_ne_bytes(m[4..8].try_into().unwrap());
                     assert_eq!(i, seen[t], "per-producer order");
@@ -1610,7 +1619,7 @@ pub(crate) mod tests {
         assert!(!readable(fd));
         // A message is pending: arming says not to sleep.
         assert!(!own.arm(true));
-        assert!(own.recv(|m| assert_eq!(m, b"one")));
+        assert!(own.recv(|_, m| assert_eq!(m, b"one")));
         // Armed for requests only: a reply does not wake, a request does,
         // and the byte is queued before send returns.
         assert!(own.arm(false));
@@ -1620,15 +1629,15 @@ pub(crate) mod tests {
         assert!(readable(fd));
         // One byte per arming: the first sender disarmed it.
         peer.send(&[b"another"], Urgency::Request).unwrap();
-        assert!(own.recv(|m| assert_eq!(m, b"reply")));
-        assert!(own.recv(|m| assert_eq!(m, b"request")));
-        assert!(own.recv(|m| assert_eq!(m, b"another")));
+        assert!(own.recv(|_, m| assert_eq!(m, b"reply")));
+        assert!(own.recv(|_, m| assert_eq!(m, b"request")));
+        assert!(own.recv(|_, m| assert_eq!(m, b"another")));
         // Arming again reads the old byte: the fd waits for the next one.
         assert!(own.arm(true));
         assert!(!readable(fd));
         peer.send(&[b"ack"], Urgency::Reply).unwrap();
         assert!(readable(fd));
-        assert!(own.recv(|m| assert_eq!(m, b"ack")));
+        assert!(own.recv(|_, m| assert_eq!(m, b"ack")));
         // A stranger's bytes are read too.
         for _ in 0..20 {
             peer.wake_owner();

@@ -8,9 +8,10 @@
 use super::*;
 
 impl Xfer {
-    pub(super) fn handle(&self, m: &[u8]) {
+    /// Handles ring message `m`, from a cell that process `pid` claimed.
+    pub(super) fn handle(&self, pid: u32, m: &[u8]) {
         let (w, auth, body) = if is_small(m) {
-            match Small::parse(m) {
+            match Small::parse(pid, m) {
                 Some((w, body)) => (w, &[][..], body),
                 None => {
                     crate::ox_log!(

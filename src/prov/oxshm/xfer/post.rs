@@ -185,17 +185,22 @@ impl Xfer {
             }
             // A message or write that waits for no answer and carries no
             // key goes in the short header.
-            let small =
-                matches!(w.kind, K_MSG | K_WRITE) && w.flags & W_NOACK != 0 && auth.is_empty();
+            // (It takes the source's pid from the claim: not in a fork
+            // child.)
+            let small = matches!(w.kind, K_MSG | K_WRITE)
+                && w.flags & W_NOACK != 0
+                && auth.is_empty()
+                && self.addr.pid == shm::my_pid();
             let target = (w.kind == K_WRITE).then_some((w.key, w.addr));
-            let head = if small {
-                Small::room(if target.is_some() { K_SWRITE } else { K_SMSG }, w.flags)
+            let (flags, head) = if small {
+                let kind = if target.is_some() { K_SWRITE } else { K_SMSG };
+                Small::start(kind, w.flags, len as usize)
             } else {
-                WIRE + auth.len()
+                (w.flags, WIRE + auth.len())
             };
             peer.seg.send_with(head + len as usize, |cell| {
                 if small {
-                    Small::write(w.flags, &w.src(), target, w.tag, w.data, cell);
+                    Small::write(flags, &w.src(), target, w.tag, w.data, cell);
                 } else {
                     cell[..WIRE].copy_from_slice(w.bytes());
                     cell[WIRE..WIRE + auth.len()].copy_from_slice(auth);
@@ -413,8 +418,9 @@ impl Xfer {
                 0
             }
             | if q.data.is_some() { W_DATA } else { 0 };
-        // The short header when nothing needs the whole one.
-        let r = if self.auth.is_empty() {
+        // The short header when nothing needs the whole one (it takes the
+        // source's pid from the claim: not in a fork child).
+        let r = if self.auth.is_empty() && self.addr.pid == shm::my_pid() {
             self.put_small(peer, q, flags, op.data)
         } else {
             self.put_wire(peer, q, flags, op.data)
@@ -434,7 +440,8 @@ impl Xfer {
     #[inline(always)]
     fn put_small(&self, peer: &Peer, q: &Quick, flags: u32, data: u64) -> Result<()> {
         let kind = if q.write.is_some() { K_SWRITE } else { K_SMSG };
-        let (head, len) = (Small::room(kind, flags), q.len);
+        let len = q.len;
+        let (flags, head) = Small::start(kind, flags, len);
         let mut c = peer.seg.claim(head + len)?;
         let cell = c.data();
         Small::write(
