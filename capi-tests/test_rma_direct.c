@@ -24,12 +24,19 @@
  * - counted_endpoint_keeps_requests: with a remote-write counter bound at
  *   the target (FI_RMA_EVENT), accesses go through the target, which
  *   counts every one.
+ * - lone_small_goes_direct: a lone 4 KiB read and write (each posted
+ *   after the application polled, nothing else waiting: a ping-pong's)
+ *   complete with the target stopped, with the right bytes. Of two 4 KiB
+ *   writes posted back to back, the first completes and the second (not
+ *   lone: a stream's) waits for the target in the ring. Where the
+ *   processes cannot copy across, all three wait.
  * - off_by_env: FI_OXSHM_DIRECT=0 takes every access through the target
  *   (a stopped target holds a write back).
  * - on_by_env: FI_OXSHM_DIRECT=1 is the default's behaviour. The other
  *   cases run with no setting: direct RMA is on by default.
  *
- * Sizes are 64 KiB and up: direct RMA starts at 8 KiB.
+ * Sizes are 64 KiB and up, but for lone_small_goes_direct: direct RMA
+ * starts at 8 KiB, at 4 KiB for a lone transfer.
  */
 #include "peer.h"
 #include <rdma/fi_domain.h>
@@ -402,6 +409,83 @@ static int close_waits_for_copies(void)
 	return pair_caps(DIRECT_MODE, CAPS, close_target, close_init);
 }
 
+/* ---- lone_small_goes_direct ---- */
+
+enum { SMALLX = 4096 };
+
+static int lone_small_target(struct peer *p)
+{
+	struct fid_mr *mr;
+	for (int i = 0; i < 3; i++)
+		peer_fill(tbuf + i * SMALLX, SMALLX, 1);
+	CHECK_OK(reg_publish(p, tbuf, 3 * SMALLX, FI_REMOTE_WRITE | FI_REMOTE_READ, &mr));
+	/* The initiator stops this process, works, lets it run again. */
+	CHECK_OK(peer_sync(p));
+	CHECK_OK(peer_check_fill(tbuf, SMALLX, 2));
+	CHECK_OK(peer_check_fill(tbuf + SMALLX, SMALLX, 3));
+	CHECK_OK(peer_check_fill(tbuf + 2 * SMALLX, SMALLX, 4));
+	CHECK_OK(fi_close(&mr->fid));
+	return 0;
+}
+
+static int lone_small_init(struct peer *p)
+{
+	struct peer_region r;
+	CHECK_OK(get_region(p, &r));
+	CHECK_OK(stop_all(p->child));
+	int direct = cma_possible();
+	static char ctx[3];
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry ee;
+	/* A lone read, then a lone write: done by this process alone. */
+	CHECK_OK(post(p, 0, ibuf, SMALLX, at(p, &r, 0), r.key, &ctx[0]));
+	if (direct) {
+		CHECK_OK(peer_wait(p, &e, &ee));
+		CHECK(e.op_context == &ctx[0]);
+		CHECK_OK(peer_check_fill(ibuf, SMALLX, 1));
+	} else {
+		CHECK_OK(peer_cq_stays_empty(p, 300));
+	}
+	peer_fill(ibuf + SMALLX, SMALLX, 2);
+	CHECK_OK(post(p, 1, ibuf + SMALLX, SMALLX, at(p, &r, 0), r.key, &ctx[1]));
+	if (direct) {
+		CHECK_OK(peer_wait(p, &e, &ee));
+		CHECK(e.op_context == &ctx[1]);
+	}
+	/* Two writes back to back, no poll between: the first is lone, the
+	 * second waits for the target. */
+	static char burst[2];
+	peer_fill(ibuf + 2 * SMALLX, SMALLX, 3);
+	peer_fill(ibuf + 3 * SMALLX, SMALLX, 4);
+	CHECK_OK(post(p, 1, ibuf + 2 * SMALLX, SMALLX, at(p, &r, SMALLX), r.key, &burst[0]));
+	CHECK_OK(post(p, 1, ibuf + 3 * SMALLX, SMALLX, at(p, &r, 2 * SMALLX), r.key, &burst[1]));
+	if (direct) {
+		CHECK_OK(peer_wait(p, &e, &ee));
+		CHECK(e.op_context == &burst[0]);
+	}
+	CHECK_OK(peer_cq_stays_empty(p, 300));
+	CHECK(kill(p->child, SIGCONT) == 0);
+	/* Whatever waited completes now, in order, without error. */
+	int left = direct ? 1 : 4;
+	void *want[4] = {&ctx[0], &ctx[1], &burst[0], &burst[1]};
+	for (int i = 4 - left; i < 4; i++) {
+		CHECK_OK(peer_wait(p, &e, &ee));
+		CHECK(e.op_context == want[i]);
+	}
+	if (!direct)
+		CHECK_OK(peer_check_fill(ibuf, SMALLX, 1));
+	CHECK_OK(peer_sync(p));
+	return 0;
+}
+
+static int lone_small_goes_direct(void)
+{
+	if (!cma_possible())
+		fprintf(stderr, "    no cross-memory attach here: a stopped target holds "
+				"every transfer back\n");
+	return pair_caps(DIRECT_MODE, CAPS, lone_small_target, lone_small_init);
+}
+
 /* ---- counted_endpoint_keeps_requests ---- */
 
 static int counted_target(struct peer *p)
@@ -439,6 +523,7 @@ static const struct test_case cases[] = {
 	CASE_ENV(refusals_virt, "FI_OXSHM_MR_MODE=FI_MR_PROV_KEY|FI_MR_VIRT_ADDR"),
 	CASE(close_waits_for_copies),
 	CASE(lone_large_goes_through_target),
+	CASE(lone_small_goes_direct),
 	CASE(counted_endpoint_keeps_requests),
 	CASE_ENV(off_by_env, "FI_OXSHM_DIRECT=0"),
 	CASE_ENV(on_by_env, "FI_OXSHM_DIRECT=1"),

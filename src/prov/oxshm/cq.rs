@@ -1256,6 +1256,7 @@ unsafe extern "C" fn readfrom(
                 // SAFETY: as below.
                 let r = unsafe { c.read_locked(&mut q, buf, count, src_addr) };
                 c.sync_fd(&mut q);
+                super::xfer::note_queued_read();
                 return r;
             }
         }

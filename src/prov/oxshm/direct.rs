@@ -58,6 +58,15 @@ pub const SHARED_SLOTS: usize = 4096;
 /// alternating rounds on the Intel host: 4 KiB writes 4.4 GB/s direct
 /// against 5.2 through the ring, 8 KiB 7.5 against 6.4).
 pub const DIRECT_MIN: u64 = 8192;
+/// From this size a write or read goes direct below [`DIRECT_MIN`] too
+/// when it is lone (`xfer.rs`, `lone_rma`: a ping-pong's). There the
+/// ring's two copies run one after the other, where a stream overlaps one
+/// transfer's second copy with the next one's first: `fi_rma_pingpong -o
+/// write` at 4 KiB took 0.91-1.02 us direct against 1.22-1.33 through the
+/// ring (upstream 2.1.0 0.88-0.96), and at 2 KiB 0.90 against 0.91, 1 KiB
+/// 0.70 against 0.72 (5 alternating rounds, medians, Intel host).
+pub const LONE_DIRECT_MIN: u64 = 4096;
+const _: () = assert!(LONE_DIRECT_MIN < DIRECT_MIN);
 /// From this size a transfer posted alone (not within [`STREAM_GAP_NS`] of
 /// the end of the last one this large) goes to the target instead: the
 /// target then splits it in halves with the initiator (`xfer.rs`), two

@@ -879,10 +879,22 @@ type Pieces = Vec<(u64, u64)>;
 thread_local! {
     /// The endpoint (its transport's address) and its application poll
     /// count when this thread last posted a send of [`LONE_MIN`] bytes or
-    /// more ([`lone_send`]). Kept per thread, not in [`Xfer`]: a field
-    /// there moved the transport's other fields and cost `fi_rma_pingpong`
+    /// more ([`lone_send`]), or a write or read that may be lone
+    /// ([`lone_rma`]). Kept per thread, not in [`Xfer`]: a field there
+    /// moved the transport's other fields and cost `fi_rma_pingpong`
     /// 0.03-0.06 us at 8-64 B (7 alternating rounds).
-    static LAST_LONG_SEND: std::cell::Cell<(usize, u64)> = const { std::cell::Cell::new((0, 0)) };
+    static LAST_LONG: std::cell::Cell<(usize, u64)> = const { std::cell::Cell::new((0, 0)) };
+    /// CQ reads by this thread that returned completions already queued,
+    /// without a progress pass (and so without counting an application
+    /// poll): a transfer that completed as it was posted (direct RMA) is
+    /// read that way, and the application's wait for it is a poll too.
+    static QUEUED_READS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Counts a CQ read of completions already queued ([`QUEUED_READS`]).
+#[inline(always)]
+pub fn note_queued_read() {
+    QUEUED_READS.with(|c| c.set(c.get().wrapping_add(1)));
 }
 
 /// Whether a send of `len` bytes (not an inject) to a peer is *lone* and
@@ -896,6 +908,18 @@ thread_local! {
 /// receiver's copy of the one before.
 fn lone_send(len: usize, cma: bool, inflight: usize, polled: bool) -> bool {
     (LONE_MIN..=INLINE).contains(&len) && cma && inflight == 0 && polled
+}
+
+/// Whether a write or read of `len` bytes, shorter than
+/// [`super::direct::DIRECT_MIN`], is *lone* and so goes direct
+/// (`direct.rs`) when it can: at least [`super::direct::LONE_DIRECT_MIN`]
+/// bytes, nothing this endpoint posted waits for an answer (`inflight`),
+/// and the application `polled` for completions since the last such
+/// transfer (or long send). An RMA ping-pong's writes are lone; of a
+/// stream only the first is, and the others keep the ring.
+fn lone_rma(len: usize, inflight: usize, polled: bool) -> bool {
+    use super::direct::{DIRECT_MIN, LONE_DIRECT_MIN};
+    (LONE_DIRECT_MIN as usize..DIRECT_MIN as usize).contains(&len) && inflight == 0 && polled
 }
 
 /// Splits `pieces` at byte `at`: the pieces before and after.
@@ -1363,12 +1387,12 @@ impl Xfer {
         if !(LONE_MIN..=INLINE).contains(&len) {
             return false;
         }
-        let now = (
-            self as *const Xfer as usize,
-            self.app_polls.load(Ordering::Relaxed),
-        );
-        let polled = LAST_LONG_SEND.with(|c| c.replace(now)) != now;
-        lone_send(len, cma, self.inflight.load(Ordering::Acquire), polled)
+        lone_send(
+            len,
+            cma,
+            self.inflight.load(Ordering::Acquire),
+            self.polled_since(true),
+        )
     }
 
     /// [`Xfer::is_lone`] without noting anything, for the short path to
@@ -1378,12 +1402,51 @@ impl Xfer {
             len,
             cma,
             self.inflight.load(Ordering::Acquire),
-            LAST_LONG_SEND.with(|c| c.get())
-                != (
-                    self as *const Xfer as usize,
-                    self.app_polls.load(Ordering::Relaxed),
-                ),
+            self.polled_since(false),
         )
+    }
+
+    /// [`lone_rma`] for a write or read of `len` bytes posted now; one
+    /// that may be lone notes the application's poll count.
+    fn is_lone_rma(&self, len: usize) -> bool {
+        use super::direct::{DIRECT_MIN, LONE_DIRECT_MIN};
+        if !(LONE_DIRECT_MIN as usize..DIRECT_MIN as usize).contains(&len) {
+            return false;
+        }
+        lone_rma(
+            len,
+            self.inflight.load(Ordering::Acquire),
+            self.polled_since(true),
+        )
+    }
+
+    /// [`Xfer::is_lone_rma`] without noting anything, for the short path
+    /// to leave such a write to [`Xfer::post`].
+    #[inline]
+    fn may_be_lone_rma(&self, len: usize) -> bool {
+        use super::direct::{DIRECT_MIN, LONE_DIRECT_MIN};
+        // The size first: the short path asks for every injected write.
+        (LONE_DIRECT_MIN as usize..DIRECT_MIN as usize).contains(&len)
+            && lone_rma(
+                len,
+                self.inflight.load(Ordering::Acquire),
+                self.polled_since(false),
+            )
+    }
+
+    /// Whether the application polled this endpoint's completions (or this
+    /// thread read completions already queued) since this thread last
+    /// posted a long transfer to it ([`LAST_LONG`]); with `note`, this
+    /// transfer becomes the last.
+    #[inline]
+    fn polled_since(&self, note: bool) -> bool {
+        let now = (
+            self as *const Xfer as usize,
+            self.app_polls
+                .load(Ordering::Relaxed)
+                .wrapping_add(QUEUED_READS.with(|c| c.get())),
+        );
+        LAST_LONG.with(|c| if note { c.replace(now) } else { c.get() }) != now
     }
 
     /// The inbox's wake-up socket and its key, for the wait fds of the
@@ -1746,6 +1809,22 @@ mod tests {
         // not polled since it.
         assert!(!lone_send(LONE_MIN, true, 1, true));
         assert!(!lone_send(LONE_MIN, true, 0, false));
+    }
+
+    #[test]
+    fn only_a_lone_mid_sized_rma_goes_direct_early() {
+        use crate::prov::oxshm::direct::{DIRECT_MIN, LONE_DIRECT_MIN};
+        let (lo, hi) = (LONE_DIRECT_MIN as usize, DIRECT_MIN as usize);
+        // Lone: from LONE_DIRECT_MIN, nothing waiting, polled since.
+        assert!(lone_rma(lo, 0, true));
+        assert!(lone_rma(hi - 1, 0, true));
+        // Shorter ones keep the ring; from DIRECT_MIN every plain one goes
+        // direct anyway, lone or not.
+        assert!(!lone_rma(lo - 1, 0, true));
+        assert!(!lone_rma(hi, 0, true));
+        // A stream: something in flight, or no poll since the last one.
+        assert!(!lone_rma(lo, 1, true));
+        assert!(!lone_rma(lo, 0, false));
     }
 
     #[test]

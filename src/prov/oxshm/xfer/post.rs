@@ -275,12 +275,15 @@ impl Xfer {
     /// to the target, a refusal, a copy that failed, or a target that does
     /// not share its slots).
     fn direct(&self, p: &Post<'_>, dest: &Address, len: u64, report: bool, cntr: usize) -> bool {
-        if len < super::super::direct::DIRECT_MIN
-            || !*DIRECT
+        if !*DIRECT
             || p.data.is_some()
             || !self.auth.is_empty()
             || (p.flags & FI_INJECT != 0 && len as usize > INLINE)
         {
+            return false;
+        }
+        // Shorter ones go direct when lone (a ping-pong's).
+        if len < super::super::direct::DIRECT_MIN && !self.is_lone_rma(len as usize) {
             return false;
         }
         let Ok(peer) = self.peer(dest) else {
@@ -362,7 +365,9 @@ impl Xfer {
         if q.write.is_some()
             && (!q.silent
                 || self.cntr(C_WRITE).is_some()
-                || (*DIRECT && q.len as u64 >= super::super::direct::DIRECT_MIN))
+                || (*DIRECT
+                    && (q.len as u64 >= super::super::direct::DIRECT_MIN
+                        || self.may_be_lone_rma(q.len))))
         {
             return None;
         }
