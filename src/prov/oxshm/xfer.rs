@@ -656,9 +656,12 @@ fn lone_send(len: usize, cma: bool, inflight: usize, polled: bool) -> bool {
 /// transfer (or long send). An RMA ping-pong's writes are lone; of a
 /// stream only the first is, and the others keep the ring.
 fn lone_rma(len: usize, inflight: usize, polled: bool) -> bool {
-    use super::direct::{DIRECT_MIN, LONE_DIRECT_MIN};
-    (LONE_DIRECT_MIN as usize..DIRECT_MIN as usize).contains(&len) && inflight == 0 && polled
+    LONE_RMA.contains(&len) && inflight == 0 && polled
 }
+
+/// Sizes of a write or read that goes direct only when lone ([`lone_rma`]).
+const LONE_RMA: std::ops::Range<usize> =
+    super::direct::LONE_DIRECT_MIN as usize..super::direct::DIRECT_MIN as usize;
 
 /// Splits `pieces` at byte `at`: the pieces before and after.
 fn split_at(pieces: &[(u64, u64)], at: u64) -> (Pieces, Pieces) {
@@ -1147,8 +1150,7 @@ impl Xfer {
     /// [`lone_rma`] for a write or read of `len` bytes posted now; one
     /// that may be lone notes the application's poll count.
     fn is_lone_rma(&self, len: usize) -> bool {
-        use super::direct::{DIRECT_MIN, LONE_DIRECT_MIN};
-        if !(LONE_DIRECT_MIN as usize..DIRECT_MIN as usize).contains(&len) {
+        if !LONE_RMA.contains(&len) {
             return false;
         }
         lone_rma(
@@ -1162,9 +1164,8 @@ impl Xfer {
     /// to leave such a write to [`Xfer::post`].
     #[inline]
     fn may_be_lone_rma(&self, len: usize) -> bool {
-        use super::direct::{DIRECT_MIN, LONE_DIRECT_MIN};
         // The size first: the short path asks for every injected write.
-        (LONE_DIRECT_MIN as usize..DIRECT_MIN as usize).contains(&len)
+        LONE_RMA.contains(&len)
             && lone_rma(
                 len,
                 self.inflight.load(Ordering::Acquire),
