@@ -32,14 +32,15 @@
 //!   `process_vm_writev` into them for reads. The request carries the
 //!   initiator's iovs; they must stay valid until the operation completes,
 //!   as libfabric requires of every non-inject buffer. The target grants
-//!   the initiator a share of the copy (of a verified access's target
-//!   range, or of the receive buffers a message matched) to do itself, so
-//!   that both processes copy at once: every other operation of a stream
-//!   (more requests queued behind it), every other one from [`SPLIT_MIN`],
-//!   or half of a lone large one. The operation completes at both ends
-//!   when the initiator says its share is done. Whether sharing is faster
-//!   than copying alone depends on the machine: the target measures both
-//!   in turn and keeps the faster (`xfer/tune.rs`).
+//!   the initiator the first half of the copy (of a verified access's
+//!   target range, or of the receive buffers a message matched) to do
+//!   itself while it copies the second, so that both processes copy at
+//!   once: an operation from [`SPLIT_MIN`], or a smaller one of a stream
+//!   (more requests queued behind it). The operation completes at both
+//!   ends when the initiator says its share is done. Whether a stream's
+//!   sharing is faster than the target copying alone depends on the
+//!   machine and the buffers: the target measures both in turn and keeps
+//!   the faster (`xfer/tune.rs`).
 //! - Where the kernel does not permit cross-memory attach between two
 //!   processes (Yama `ptrace_scope` 2 or 3, a peer that is not an ancestor
 //!   under scope 1 without PR_SET_PTRACER, `FI_OXSHM_CMA=0`), the bytes are
@@ -160,20 +161,14 @@ const SPIN: u32 = 2000;
 /// RMA transfers and messages from this size on, and smaller ones with
 /// more requests queued behind them, are shared copies: the target verifies
 /// the access (or matches the message to a posted receive) and may grant
-/// the initiator a share of it (the verified target addresses, or the
-/// receive buffers) to copy itself (see [`HALVES_MIN`]), so that both
-/// processes copy at once, on two CPUs. A lone smaller one is copied by
-/// the target (a grant would add a round trip).
+/// the initiator the first half of it (the verified target addresses, or
+/// the receive buffers) to copy itself while it copies the second, so that
+/// both processes copy at once, on two CPUs (`xfer/tune.rs` says when). A
+/// lone smaller one is copied by the target (a grant would add a round
+/// trip). A lone 64 KiB one finishes sooner in halves even with it
+/// (`fi_rma_pingpong -o write` at 64 KiB, 5 interleaved rounds: 13.0 us
+/// in halves, 19.2 copied whole by one process, upstream 2.1.0 12.9).
 pub const SPLIT_MIN: u64 = 64 * 1024;
-/// From this size a shared copy that has no other request queued behind it
-/// is split in halves between the two processes; those of a stream are
-/// copied whole by one process or the other in turn. It is [`SPLIT_MIN`]:
-/// a lone copy handed whole to the initiator only adds the grant's round
-/// trip to a copy the target would have made in the same time, while two
-/// halves of 64 KiB at once finish sooner than one whole copy even with
-/// it (`fi_rma_pingpong -o write` at 64 KiB, 5 interleaved rounds: 19.2
-/// us in turn, 13.0 in halves, upstream 2.1.0 12.9).
-pub const HALVES_MIN: u64 = SPLIT_MIN;
 /// `FI_OXSHM_DIRECT=0` turns direct RMA off (`direct.rs`); it is on
 /// otherwise. (It was opt-in while the data-path stress with it stalled
 /// for seconds in about one run in ten: page faults on shared segments
@@ -446,6 +441,25 @@ impl From<&[(u64, u64)]> for IovList {
     }
 }
 
+impl IovList {
+    /// Appends a piece; the fifth moves the list to the heap.
+    #[inline]
+    pub(super) fn push(&mut self, p: (u64, u64)) {
+        match self {
+            IovList::Inline(n, a) if *n < IOV_MAX => {
+                a[*n] = p;
+                *n += 1;
+            }
+            IovList::Inline(n, a) => {
+                let mut v = a[..*n].to_vec();
+                v.push(p);
+                *self = IovList::Heap(v);
+            }
+            IovList::Heap(v) => v.push(p),
+        }
+    }
+}
+
 impl std::ops::Deref for IovList {
     type Target = [(u64, u64)];
     #[inline]
@@ -573,7 +587,7 @@ struct Unexpected {
     w: Wire,
     /// Inline payload, or the sender's iovs (pulled when matched).
     bytes: Vec<u8>,
-    remote: Vec<(u64, u64)>,
+    remote: Pieces,
     /// FI_PEEK | FI_CLAIM: the context that claimed it and the token
     /// written into that context; only an FI_CLAIM receive with the same
     /// context takes it.
@@ -612,7 +626,8 @@ struct Grant {
 }
 
 /// Byte ranges `(address, length)`.
-type Pieces = Vec<(u64, u64)>;
+/// Pieces of memory: up to [`IOV_MAX`] kept in place, more on the heap.
+type Pieces = IovList;
 
 thread_local! {
     /// The endpoint (its transport's address) and its application poll
@@ -665,7 +680,7 @@ const LONE_RMA: std::ops::Range<usize> =
 
 /// Splits `pieces` at byte `at`: the pieces before and after.
 fn split_at(pieces: &[(u64, u64)], at: u64) -> (Pieces, Pieces) {
-    let (mut a, mut b) = (Vec::new(), Vec::new());
+    let (mut a, mut b) = (Pieces::default(), Pieces::default());
     let mut off = 0u64;
     for &(p, l) in pieces {
         if off + l <= at {
@@ -696,7 +711,7 @@ fn window(pieces: &[(u64, u64)], off: u64, len: u64) -> Iovs {
         at += l;
     }
     let (_, rest) = split_at(pieces, off);
-    Iovs::Many(split_at(&rest, len).0)
+    Iovs::Many(split_at(&rest, len).0.to_vec())
 }
 
 /// A transfer this endpoint receives in staged pieces ([`K_CHUNK`]).
@@ -809,9 +824,6 @@ pub struct Xfer {
     grants: Lock<HashMap<u64, Grant>>,
     /// Grant and inbound ids.
     next_grant: AtomicU64,
-    /// Whose turn it is to copy the next whole operation of a backlog
-    /// (true: the initiator's).
-    turn: AtomicBool,
     /// Whether shared copies pay on this machine ([`tune`]).
     tuner: Lock<tune::Tuner>,
     /// When the last RMA transfer from [`super::direct::SPLIT_FROM`] was
@@ -963,7 +975,6 @@ impl Xfer {
             last_check: Mutex::new(Instant::now()),
             grants: Lock::new(HashMap::new()),
             next_grant: AtomicU64::new(1),
-            turn: AtomicBool::new(false),
             tuner: Lock::new(tune::Tuner::new(*SHARE_POLICY)),
             last_big: AtomicU64::new(0),
             inbound: Lock::new(HashMap::new()),
@@ -1299,6 +1310,16 @@ impl Xfer {
         });
         lock(&self.peers).insert(*a, Arc::clone(&p));
         Ok(p)
+    }
+
+    /// Whether this process may copy to and from peer `a`'s memory
+    /// ([`Peer::cma`]): answered from the peers met before without
+    /// taking a count of the peer.
+    fn peer_cma(&self, a: &Address) -> Result<bool> {
+        if let Some(p) = lock(&self.peers).get_cached(a) {
+            return Ok(p.cma);
+        }
+        self.peer(a).map(|p| p.cma)
     }
 
     /// Whether `a` was found gone.
@@ -1725,6 +1746,27 @@ mod tests {
         };
         assert!(matches(&any, &w(0, 0, b)));
         assert!(!matches(&any, &w(W_TAGGED, 0, b)));
+    }
+
+    /// A list of pieces keeps [`IOV_MAX`] in place and moves to the heap
+    /// with the next, in order; a split of a long list keeps every piece.
+    #[test]
+    fn pieces_past_the_inline_ones_move_to_the_heap_in_order() {
+        let mut p = Pieces::default();
+        for i in 0..IOV_MAX as u64 {
+            p.push((i * 100, 10));
+            assert!(matches!(p, IovList::Inline(..)));
+        }
+        p.push((9000, 5));
+        assert!(matches!(p, IovList::Heap(_)));
+        let want: Vec<(u64, u64)> = (0..IOV_MAX as u64)
+            .map(|i| (i * 100, 10))
+            .chain([(9000, 5)])
+            .collect();
+        assert_eq!(&p[..], &want[..]);
+        let (a, b) = split_at(&p, 25);
+        assert_eq!(&a[..], &[(0, 10), (100, 10), (200, 5)]);
+        assert_eq!(&b[..], &[(205, 5), (300, 10), (9000, 5)]);
     }
 
     /// `window` names the same bytes as the two splits it replaces, for

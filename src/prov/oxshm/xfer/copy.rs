@@ -14,19 +14,19 @@ pub(super) fn iov_bytes(iov: &[(u64, u64)]) -> Vec<u8> {
     v
 }
 
-pub(super) fn parse_iovs(b: &[u8], n: usize) -> Option<Vec<(u64, u64)>> {
+pub(super) fn parse_iovs(b: &[u8], n: usize) -> Option<Pieces> {
     if b.len() < n * 16 {
         return None;
     }
-    Some(
-        (0..n)
-            .map(|i| {
-                let a = u64::from_ne_bytes(b[i * 16..i * 16 + 8].try_into().unwrap_or([0; 8]));
-                let l = u64::from_ne_bytes(b[i * 16 + 8..i * 16 + 16].try_into().unwrap_or([0; 8]));
-                (a, l)
-            })
-            .collect(),
-    )
+    let mut v = Pieces::default();
+    for c in b[..n * 16].chunks_exact(16) {
+        let (a, l) = c.split_at(8);
+        v.push((
+            u64::from_ne_bytes(a.try_into().unwrap_or([0; 8])),
+            u64::from_ne_bytes(l.try_into().unwrap_or([0; 8])),
+        ));
+    }
+    Some(v)
 }
 
 /// Copies the bytes of local iovs into one buffer.
@@ -58,14 +58,32 @@ pub(super) unsafe fn scatter(src: &[u8], iov: &[(u64, u64)]) -> usize {
     at
 }
 
-pub(super) fn to_iovecs(v: &[(u64, u64)]) -> Vec<libc::iovec> {
-    v.iter()
-        .filter(|(_, l)| *l > 0)
-        .map(|&(a, l)| libc::iovec {
-            iov_base: a as *mut c_void,
-            iov_len: l as usize,
-        })
-        .collect()
+/// Most iovecs of one side of a cross-memory copy kept on the stack.
+const STACK_IOVECS: usize = 2 * IOV_MAX;
+
+/// Runs `f` on `v` as iovecs (empty pieces left out): on the stack for up
+/// to [`STACK_IOVECS`] pieces, as a message's and a receive's are, on the
+/// heap beyond.
+fn with_iovecs<R>(v: &[(u64, u64)], f: impl FnOnce(&mut [libc::iovec]) -> R) -> R {
+    let iovec = |&(a, l): &(u64, u64)| libc::iovec {
+        iov_base: a as *mut c_void,
+        iov_len: l as usize,
+    };
+    if v.len() <= STACK_IOVECS {
+        let mut a = [libc::iovec {
+            iov_base: std::ptr::null_mut(),
+            iov_len: 0,
+        }; STACK_IOVECS];
+        let mut n = 0;
+        for p in v.iter().filter(|p| p.1 > 0) {
+            a[n] = iovec(p);
+            n += 1;
+        }
+        f(&mut a[..n])
+    } else {
+        let mut h: Vec<libc::iovec> = v.iter().filter(|p| p.1 > 0).map(iovec).collect();
+        f(&mut h)
+    }
 }
 
 /// A direct RMA's copy (`direct.rs`): `local` (at most [`IOV_MAX`]
@@ -113,11 +131,22 @@ pub(super) fn cross_copy(
     len: u64,
     pull: bool,
 ) -> Result<()> {
-    let (l, r) = (to_iovecs(local), to_iovecs(remote));
+    with_iovecs(local, |l| {
+        with_iovecs(remote, |r| cross_copy_iovecs(pid, l, r, len, pull))
+    })
+}
+
+/// [`cross_copy`] of iovecs.
+fn cross_copy_iovecs(
+    pid: u32,
+    mut li: &mut [libc::iovec],
+    mut ri: &mut [libc::iovec],
+    len: u64,
+    pull: bool,
+) -> Result<()> {
     let mut done: u64 = 0;
     // The kernel moves at most IOV_MAX iovs and may stop short; a short
     // count with no error moves on from where it stopped.
-    let (mut li, mut ri) = (l, r);
     while done < len {
         // SAFETY: the iovs name memory of this process (local) and of pid
         // (remote, checked by the kernel).
@@ -161,25 +190,27 @@ pub(super) fn cross_copy(
             return Err(Error::FAULT);
         }
         done += n as u64;
-        advance(&mut li, n as usize);
-        advance(&mut ri, n as usize);
+        li = advance(li, n as usize);
+        ri = advance(ri, n as usize);
     }
     Ok(())
 }
 
-pub(super) fn advance(v: &mut Vec<libc::iovec>, mut n: usize) {
+/// `v` without its first `n` bytes.
+pub(super) fn advance(v: &mut [libc::iovec], mut n: usize) -> &mut [libc::iovec] {
     let mut k = 0;
     while k < v.len() && n >= v[k].iov_len {
         n -= v[k].iov_len;
         k += 1;
     }
-    v.drain(..k);
+    let v = &mut v[k..];
     if n > 0 {
         if let Some(f) = v.first_mut() {
             f.iov_base = (f.iov_base as usize + n) as *mut c_void;
             f.iov_len -= n;
         }
     }
+    v
 }
 
 /// Lets peers of the same user use cross-memory attach on this process
@@ -335,4 +366,47 @@ fn valgrind_request(req: u64, a1: u64, a2: u64) -> u64 {
 #[cfg(not(target_arch = "x86_64"))]
 fn valgrind_request(_req: u64, _a1: u64, _a2: u64) -> u64 {
     0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cross-memory copy gathers and scatters across pieces of any
+    /// shape: few (iovecs on the stack) and many (on the heap), both ways.
+    #[test]
+    fn a_cross_copy_moves_every_piece_in_order() {
+        let pid = std::process::id();
+        let src: Vec<u8> = (0..4096u32).map(|i| (i * 7 + 3) as u8).collect();
+        for pieces in [3usize, STACK_IOVECS, STACK_IOVECS + 5] {
+            let mut dst = vec![0u8; src.len()];
+            // The destination in `pieces` uneven pieces, the source in two.
+            let step = dst.len() / pieces;
+            let mut local: Vec<(u64, u64)> = (0..pieces)
+                .map(|i| (dst.as_mut_ptr() as u64 + (i * step) as u64, step as u64))
+                .collect();
+            let last = local.last_mut().unwrap_or_else(|| unreachable!());
+            last.1 = (dst.len() - (pieces - 1) * step) as u64;
+            let half = (src.len() / 2) as u64;
+            let remote = [
+                (src.as_ptr() as u64, half),
+                (src.as_ptr() as u64 + half, src.len() as u64 - half),
+            ];
+            cross_copy(pid, &local, &remote, src.len() as u64, true).expect("pull");
+            assert_eq!(dst, src, "{pieces} pieces pulled");
+            let mut back = vec![0u8; src.len()];
+            let there = [(back.as_mut_ptr() as u64, back.len() as u64)];
+            cross_copy(pid, &local, &there, src.len() as u64, false).expect("push");
+            assert_eq!(back, src, "{pieces} pieces pushed");
+        }
+    }
+
+    /// A copy from memory that is not mapped fails with FI_EFAULT.
+    #[test]
+    fn a_cross_copy_from_unmapped_memory_is_a_fault() {
+        let mut dst = [0u8; 64];
+        let local = [(dst.as_mut_ptr() as u64, 64)];
+        let r = cross_copy(std::process::id(), &local, &[(8, 64)], 64, true);
+        assert_eq!(r, Err(Error::FAULT));
+    }
 }

@@ -135,12 +135,21 @@ impl Xfer {
     pub(super) fn send_to(&self, to: Address, parts: &[&[u8]]) {
         let mut d = lock(&self.deferred);
         if d.is_empty() {
-            match self.peer(&to) {
-                Ok(p) => match p.seg.send(parts, urgency(parts[0])) {
-                    Ok(()) => return,
-                    Err(Error::AGAIN) => {}
+            // A peer met before (the sender of a request) is sent to under
+            // the peers lock, as a post does: no count taken and dropped.
+            let sent = lock(&self.peers)
+                .get_cached(&to)
+                .map(|p| p.seg.send(parts, urgency(parts[0])));
+            let sent = match sent {
+                Some(r) => r,
+                None => match self.peer(&to) {
+                    Ok(p) => p.seg.send(parts, urgency(parts[0])),
                     Err(_) => return,
                 },
+            };
+            match sent {
+                Ok(()) => return,
+                Err(Error::AGAIN) => {}
                 Err(_) => return,
             }
         }
@@ -352,27 +361,19 @@ impl Xfer {
 
     /// The initiator's share of a shared copy of `len` bytes: all of it
     /// when this process may not copy (`!mine`); otherwise as the tuner
-    /// says ([`tune::Tuner::way`]): page-aligned halves, the initiator
-    /// taking the first, for a lone operation of [`HALVES_MIN`] or more
-    /// (nothing waiting behind it in the inbox); in a stream, whole
-    /// operations in turn (each process makes one system call per
-    /// operation it copies, and the two still copy at once) where sharing
-    /// pays. 0: this process copies it all.
+    /// says ([`tune::Tuner::way`]): the first page-aligned half, for a
+    /// lone operation (nothing waiting behind it in the inbox) and, where
+    /// sharing pays, for each operation of a stream. 0: this process
+    /// copies it all.
     pub(super) fn initiator_share(&self, len: u64, mine: bool) -> u64 {
         if !mine {
             return len;
         }
-        let lone = len >= HALVES_MIN && !self.inbox.more_behind();
+        // Callers share a transfer under SPLIT_MIN only with more behind it.
+        let lone = !self.inbox.more_behind();
         match lock(&self.tuner).way(len, lone, tune::now_ns()) {
             tune::Way::Alone => 0,
             tune::Way::Halves => (len / 2) & !4095,
-            tune::Way::Turns => {
-                if self.turn.fetch_xor(true, Ordering::Relaxed) {
-                    len
-                } else {
-                    0
-                }
-            }
         }
     }
 
@@ -500,7 +501,7 @@ impl Xfer {
             Some(r) => {
                 drop(rx);
                 let remote = if inline {
-                    Vec::new()
+                    Pieces::default()
                 } else {
                     parse_iovs(body, w.niov as usize).unwrap_or_default()
                 };
@@ -512,7 +513,7 @@ impl Xfer {
                     w: *w,
                     bytes: if inline { body.to_vec() } else { Vec::new() },
                     remote: if inline {
-                        Vec::new()
+                        Pieces::default()
                     } else {
                         parse_iovs(body, w.niov as usize).unwrap_or_default()
                     },
@@ -557,7 +558,7 @@ impl Xfer {
             let mine = if take == 0 {
                 Ok(true)
             } else {
-                self.peer(&w.src()).map(|p| p.cma)
+                self.peer_cma(&w.src())
             };
             match mine {
                 Ok(true) => {
@@ -643,7 +644,7 @@ impl Xfer {
                 peer: None,
                 gone: None,
                 // What the initiator writes here (none for a read).
-                written: if read { Vec::new() } else { granted },
+                written: if read { Pieces::default() } else { granted },
             },
         );
         self.send_to(w.src(), &[g.bytes(), &grant]);

@@ -200,7 +200,7 @@ impl Xfer {
                 to: from,
                 kind: K_RDATA,
                 id: w.op,
-                src: t.pieces().to_vec(),
+                src: Pieces::from(t.pieces()),
                 len: w.len,
                 sent: 0,
                 read: Some((*w, t.handle)),
@@ -211,7 +211,7 @@ impl Xfer {
                 id,
                 Inbound {
                     from,
-                    dest: t.pieces().to_vec(),
+                    dest: Pieces::from(t.pieces()),
                     checked: !self.allocated(),
                     len: w.len,
                     got: 0,

@@ -1,16 +1,23 @@
 //! Whether shared copies pay on this machine.
 //!
 //! A shared copy ([`super::SPLIT_MIN`]) hands the initiator a share of a
-//! bulk transfer so that both processes copy at once. Whether that is
-//! faster than the target copying alone depends on the machine, not on
-//! the transfer: on a host whose one core copies far below what the memory
-//! system can give two (the AMD EPYC host of the project's earlier tables),
-//! sharing a stream of 64 KiB messages gave 1.27-1.40x; on a host whose one
-//! core copies near that limit (the Intel Xeon host of 2026-12-05), the
-//! grant and its answer cost more than the second copier brings: the same
-//! stream ran at 0.62x of a target that copied alone (fabtests'
-//! `fi_rdm_bw`, 12.9 against 20.8 GB/s), while a lone 4 MiB transfer still
-//! finished in 0.6x the time in halves.
+//! bulk transfer, its first page-aligned half, so that both processes copy
+//! at once. Whether that is faster than the target copying alone depends
+//! on the machine and on the buffers, not on the protocol:
+//! - on the Intel Xeon host of 2026-12-06, a stream of messages split
+//!   in halves ran at 1.06x upstream 2.1.0's rate at 64 KiB, 1.5x at 256
+//!   KiB and 2.5x at 1 MiB (fabtests `fi_rdm_tagged_bw`), where the
+//!   target copying alone ran at 0.87-0.93x. Each process copies the same
+//!   half of every buffer, so each half stays in the cache of the CPU
+//!   that copies it;
+//! - whole messages copied by the two processes in turn (what streams did
+//!   before) ran at 0.62x of the target alone on that host (12.9 against
+//!   20.8 GB/s at 64 KiB): each buffer's lines moved between the two
+//!   CPUs' caches at every turn. (On the AMD EPYC host of the project's
+//!   earlier tables, turns gave 1.27-1.40x of the target alone.)
+//! - a stream of RMA writes to one target buffer (fabtests `fi_rma_bw`
+//!   with direct RMA off) split in halves ran at 0.62-0.87x of the target
+//!   alone from 8 KiB to 4 MiB: both processes write the same lines.
 //!
 //! So the target measures. Transfers eligible for sharing are counted in
 //! epochs of [`EPOCH_OPS`]; each epoch uses one way, and its rate (bytes
@@ -26,7 +33,7 @@
 //! application, not the copy: it is started again.
 //!
 //! A lone transfer (nothing waiting behind it) is not measured: it is
-//! shared in halves whatever the stream's measurements say, since its
+//! shared whatever the stream's measurements say, since its
 //! initiator has nothing else to do, and its rate is the application's
 //! round trip, not the copy's. Counted with the stream, such transfers
 //! made some sweeps of `fi_rdm_pingpong -S all` copy 1-2 MiB alone (2 MiB
@@ -92,10 +99,8 @@ impl Policy {
 pub enum Way {
     /// By the target alone.
     Alone,
-    /// In halves, one by each process at once (a lone transfer).
+    /// In halves, one by each process at once.
     Halves,
-    /// Whole, by the two processes in turn (a stream).
-    Turns,
 }
 
 /// One endpoint's measurements (used by its one drainer at a time).
@@ -137,14 +142,13 @@ impl Tuner {
     /// is copied: a `lone` one in halves (unless sharing is off), not
     /// counted; one of a stream as the measurements say ([`Tuner::share`]).
     pub fn way(&mut self, len: u64, lone: bool, now_ns: u64) -> Way {
-        if lone {
-            if self.policy == Policy::Never {
-                Way::Alone
-            } else {
-                Way::Halves
-            }
-        } else if self.share(len, now_ns) {
-            Way::Turns
+        let shares = if lone {
+            self.policy != Policy::Never
+        } else {
+            self.share(len, now_ns)
+        };
+        if shares {
+            Way::Halves
         } else {
             Way::Alone
         }
@@ -295,9 +299,9 @@ mod tests {
         // ...while a lone transfer is halved, and not counted.
         assert_eq!(tu.way(1 << 20, true, t + 1000), Way::Halves);
         assert_eq!((tu.ops, tu.epoch), (ops, epoch));
-        // Where sharing pays, the stream's shared transfers go in turns.
+        // Until both ways are measured, the stream's transfers are shared.
         let mut fresh = Tuner::new(Policy::Auto);
-        assert_eq!(fresh.way(65536, false, 0), Way::Turns);
+        assert_eq!(fresh.way(65536, false, 0), Way::Halves);
         assert_eq!(Tuner::new(Policy::Never).way(1 << 20, true, 0), Way::Alone);
         assert_eq!(
             Tuner::new(Policy::Always).way(1 << 20, true, 0),
