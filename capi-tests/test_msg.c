@@ -10,6 +10,7 @@
  * ends the target process (its exit status fails the case in the parent).
  */
 #include "peer.h"
+#include <sys/mman.h>
 #include <sys/wait.h>
 
 enum { BIG = 1 << 20 };
@@ -216,6 +217,106 @@ static int large_message_stream(void)
 	struct peer p;
 	CHECK_OK(open_pair(&p));
 	return peer_close(&p, p.is_target ? stream_target(&p) : stream_initiator(&p));
+}
+
+/* ---------------------------------------------------------- failed copies */
+
+/*
+ * Bulk sends whose buffer's second half may not be read: the target's copy
+ * of those bytes fails, alone or shared (the target copies the second
+ * half of a shared one itself, in a stream before it grants the first).
+ * Each such send and its receive complete in error with FI_EFAULT, at
+ * both ends, and a good send after them arrives whole.
+ */
+enum { HOLE_LEN = 512 * 1024, NHOLE = 4 };
+
+static int hole_target(struct peer *p)
+{
+	unsigned char *buf[NHOLE + 1];
+	for (int i = 0; i <= NHOLE; i++) {
+		buf[i] = calloc(1, HOLE_LEN);
+		CHECK(buf[i]);
+		CHECK_OK(fi_recv(p->ep, buf[i], HOLE_LEN, NULL, FI_ADDR_UNSPEC, buf[i]));
+	}
+	CHECK_OK(peer_sync(p)); /* posted: send */
+	int failed = 0, rc = 0;
+	for (int k = 0; k < NHOLE && !rc; k++) {
+		struct fi_cq_tagged_entry e;
+		struct fi_cq_err_entry err;
+		int r = peer_wait(p, &e, &err);
+		if (r != -FI_EAVAIL || err.err != FI_EFAULT || err.op_context == buf[NHOLE]) {
+			fprintf(stderr, "    bad send %d: %d, err %d\n", k, r, err.err);
+			rc = 1;
+		}
+		failed++;
+	}
+	CHECK_OK(rc);
+	struct fi_cq_tagged_entry e;
+	CHECK_OK(peer_wait(p, &e, NULL));
+	CHECK(e.op_context == buf[NHOLE] && e.len == HOLE_LEN);
+	CHECK_OK(peer_check_fill(buf[NHOLE], HOLE_LEN, 77));
+	for (int i = 0; i <= NHOLE; i++)
+		free(buf[i]);
+	CHECK(failed == NHOLE);
+	CHECK(peer_cntr(p, C_RECV) == 1);
+	CHECK(peer_cntr_err(p, C_RECV) == NHOLE);
+	CHECK_OK(peer_sync(p));
+	return 0;
+}
+
+static int hole_initiator(struct peer *p)
+{
+	unsigned char *m = mmap(NULL, 2 * HOLE_LEN, PROT_READ | PROT_WRITE,
+				MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(m != MAP_FAILED);
+	unsigned char *hole = m + HOLE_LEN / 2;
+	/* The buffer's second half, to the end of the mapping, may not be
+	 * read (left mapped: valgrind would place its own memory in a hole). */
+	CHECK_OK(mprotect(hole + HOLE_LEN / 2, HOLE_LEN, PROT_NONE));
+	memset(hole, 5, HOLE_LEN / 2);
+	unsigned char *good = malloc(HOLE_LEN);
+	CHECK(good);
+	peer_fill(good, HOLE_LEN, 77);
+	int ctx[NHOLE + 1];
+	CHECK_OK(peer_sync(p));
+	for (int i = 0; i < NHOLE; i++)
+		CHECK_OK(fi_send(p->ep, hole, HOLE_LEN, NULL, p->other, &ctx[i]));
+	int rc = 0;
+	for (int k = 0; k < NHOLE && !rc; k++) {
+		struct fi_cq_err_entry err;
+		int r = peer_wait(p, NULL, &err);
+		if (r != -FI_EAVAIL || err.err != FI_EFAULT) {
+			fprintf(stderr, "    bad send %d: %d, err %d\n", k, r, err.err);
+			rc = 1;
+		}
+	}
+	CHECK_OK(rc);
+	CHECK_OK(fi_send(p->ep, good, HOLE_LEN, NULL, p->other, &ctx[NHOLE]));
+	struct fi_cq_tagged_entry e;
+	CHECK_OK(peer_wait(p, &e, NULL));
+	CHECK(e.op_context == &ctx[NHOLE]);
+	CHECK(peer_cntr(p, C_SEND) == 1);
+	CHECK(peer_cntr_err(p, C_SEND) == NHOLE);
+	CHECK_OK(peer_check_fill(good, HOLE_LEN, 77));
+	free(good);
+	CHECK_OK(munmap(m, 2 * HOLE_LEN));
+	CHECK_OK(peer_sync(p));
+	return 0;
+}
+
+static int bulk_send_from_a_hole_fails_at_both_ends(void)
+{
+	/* Staged transfers (FI_OXSHM_CMA=0) read the send buffer in the
+	 * sending process itself, where an unmapped buffer faults as any
+	 * memcpy from it would: only cross-memory copies can fail cleanly. */
+	const char *cma = getenv("FI_OXSHM_CMA");
+	if (cma && strcmp(cma, "0") == 0) {
+		fprintf(stderr, "    skipped: staged transfers (FI_OXSHM_CMA=0)\n");
+		return 0;
+	}
+	struct peer p;
+	CHECK_OK(open_pair(&p));
+	return peer_close(&p, p.is_target ? hole_target(&p) : hole_initiator(&p));
 }
 
 /* ------------------------------------------------------------- unexpected */
@@ -1208,6 +1309,7 @@ static int size_left(void)
 static const struct test_case cases[] = {
 	CASE(send_recv_sizes),
 	CASE(large_message_stream),
+	CASE(bulk_send_from_a_hole_fails_at_both_ends),
 	CASE(unexpected_small_and_large),
 	CASE(sendv_recvv),
 	CASE(sendmsg_recvmsg),

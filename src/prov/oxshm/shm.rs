@@ -108,8 +108,9 @@ const SPILLED: u32 = 1 << 31;
 const _: () = assert!(CELL_DATA < SPILLED as usize && SMALL_DATA < CELL_DATA);
 
 const MAGIC: u64 = u64::from_be_bytes(*b"oxshmSG1");
-/// Version of this layout; a peer with another one is refused.
-const LAYOUT: u32 = 11;
+/// Version of this layout (and of the data path's protocol); a peer with
+/// another one is refused.
+const LAYOUT: u32 = 12;
 
 /// What a message means to an owner asleep on its wake-up socket.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

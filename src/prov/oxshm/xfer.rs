@@ -623,10 +623,27 @@ struct Grant {
     /// or a message's granted share; empty for a read): marked defined for
     /// Valgrind once written ([`copy::mark_defined`]).
     written: Pieces,
+    /// Granted with [`W_OWN_DONE`]: the initiator completes its operation
+    /// itself, so no answer is sent.
+    unanswered: bool,
 }
 
-/// Byte ranges `(address, length)`.
-/// Pieces of memory: up to [`IOV_MAX`] kept in place, more on the heap.
+/// The initiator's share of a shared copy ([`Xfer::initiator_share`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Share {
+    /// Its first `len` bytes (0: the target copies it all).
+    len: u64,
+    /// Nothing is queued behind it: both copy at once, and it is answered
+    /// when both are done (else the target copies first, [`W_OWN_DONE`]).
+    lone: bool,
+}
+
+impl Share {
+    const NONE: Share = Share { len: 0, lone: true };
+}
+
+/// Byte ranges `(address, length)`: up to [`IOV_MAX`] kept in place, more
+/// on the heap.
 type Pieces = IovList;
 
 thread_local! {

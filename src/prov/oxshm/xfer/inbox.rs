@@ -333,12 +333,12 @@ impl Xfer {
             let share = if theirs && (!mine || w.len >= SPLIT_MIN || self.inbox.more_behind()) {
                 self.initiator_share(w.len, mine)
             } else {
-                0
+                Share::NONE
             };
-            if share > 0 {
-                let (grant_t, own_t) = split_at(t.pieces(), share);
+            if share.len > 0 {
+                let (grant_t, own_t) = split_at(t.pieces(), share.len);
                 if grant_t.len() <= GRANT_PIECES {
-                    let (_, own_r) = split_at(&remote, share);
+                    let (_, own_r) = split_at(&remote, share.len);
                     // The access stays active until the initiator is done.
                     active.keep();
                     let then = Then::Rma {
@@ -365,16 +365,17 @@ impl Xfer {
     /// lone operation (nothing waiting behind it in the inbox) and, where
     /// sharing pays, for each operation of a stream. 0: this process
     /// copies it all.
-    pub(super) fn initiator_share(&self, len: u64, mine: bool) -> u64 {
+    pub(super) fn initiator_share(&self, len: u64, mine: bool) -> Share {
         if !mine {
-            return len;
+            return Share { len, lone: true };
         }
         // Callers share a transfer under SPLIT_MIN only with more behind it.
         let lone = !self.inbox.more_behind();
-        match lock(&self.tuner).way(len, lone, tune::now_ns()) {
+        let len = match lock(&self.tuner).way(len, lone, tune::now_ns()) {
             tune::Way::Alone => 0,
             tune::Way::Halves => (len / 2) & !4095,
-        }
+        };
+        Share { len, lone }
     }
 
     /// Counts an accepted remote write or read and posts its remote CQ
@@ -595,14 +596,14 @@ impl Xfer {
             return false;
         }
         let share = self.initiator_share(take, true);
-        if share == 0 {
+        if share.len == 0 {
             return false;
         }
-        let (grant_t, own_t) = split_at(want, share);
+        let (grant_t, own_t) = split_at(want, share.len);
         if grant_t.len() > GRANT_PIECES {
             return false;
         }
-        let (_, own_r) = split_at(remote, share);
+        let (_, own_r) = split_at(remote, share.len);
         let then = Then::Recv {
             r: r.clone(),
             w: *w,
@@ -612,27 +613,45 @@ impl Xfer {
     }
 
     /// A shared copy, at the target: grants the initiator of `then`'s
-    /// request the first `share` bytes (`granted`, this process's pieces)
-    /// and copies the rest itself (`here`, this process's pieces, and
-    /// `there`, the initiator's); `then` completes when the initiator says
-    /// its share is done ([`Xfer::on_done`]). `read`: the bytes go to the
-    /// initiator.
+    /// request the first `share.len` bytes (`granted`, this process's
+    /// pieces) and copies the rest itself (`here`, this process's pieces,
+    /// and `there`, the initiator's); `then` completes when the initiator
+    /// says its share is done ([`Xfer::on_done`]). `read`: the bytes go to
+    /// the initiator.
+    ///
+    /// A lone transfer is granted first, so that both copy at once, and
+    /// answered when both shares are done. A stream's is granted once this
+    /// process's share is copied ([`W_OWN_DONE`]): the initiator completes
+    /// its operation as soon as its own share is copied, with no answer,
+    /// while this process copies the next operation's share. Where this
+    /// process's copy fails, nothing is granted and the operation fails at
+    /// both ends.
     fn grant(
         &self,
         then: Then,
-        share: u64,
+        share: Share,
         granted: Pieces,
         here: &[(u64, u64)],
         there: &[(u64, u64)],
         read: bool,
     ) {
         let w = *then.wire();
+        let left = here.iter().map(|x| x.1).sum();
+        let own = if share.lone {
+            None
+        } else {
+            match cross_copy(w.src_pid, here, there, left, !read) {
+                Ok(()) => Some(Ok(())),
+                Err(e) => return self.complete_then(then, Err(e), false),
+            }
+        };
         let id = self.next_grant.fetch_add(1, Ordering::Relaxed);
         let g = Wire {
             op: w.op,
             addr: id,
-            len: share,
+            len: share.len,
             niov: granted.len() as u32,
+            flags: if share.lone { 0 } else { W_OWN_DONE },
             ..self.wire(K_GRANT)
         };
         let grant = iov_bytes(&granted);
@@ -640,17 +659,19 @@ impl Xfer {
             id,
             Grant {
                 then,
-                own: None,
+                own,
                 peer: None,
                 gone: None,
                 // What the initiator writes here (none for a read).
                 written: if read { Pieces::default() } else { granted },
+                unanswered: !share.lone,
             },
         );
         self.send_to(w.src(), &[g.bytes(), &grant]);
-        let left = here.iter().map(|x| x.1).sum();
-        let status = cross_copy(w.src_pid, here, there, left, !read);
-        self.settle(id, |g| g.own = Some(status));
+        if share.lone {
+            let status = cross_copy(w.src_pid, here, there, left, !read);
+            self.settle(id, |g| g.own = Some(status));
+        }
         // An initiator found gone meanwhile had its grants dropped before
         // this one existed: drop it too (the peer check adds to `dead`
         // before it drops grants).

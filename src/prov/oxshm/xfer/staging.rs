@@ -39,7 +39,7 @@ impl Xfer {
                 if g.peer == Some(0) {
                     mark_defined(&g.written);
                 }
-                self.complete_then(g.then, status);
+                self.complete_then(g.then, status, g.unanswered);
             }
         }
     }
@@ -47,8 +47,9 @@ impl Xfer {
     /// Completes what a staged transfer or a shared copy was for, once all
     /// its bytes moved (or failed with `status`): the remote access is
     /// counted, released and answered; the message is answered and its
-    /// receive completed.
-    fn complete_then(&self, then: Then, status: Result<()>) {
+    /// receive completed. `unanswered`: the initiator completed its
+    /// operation itself ([`W_OWN_DONE`]), so no answer is sent.
+    pub(super) fn complete_then(&self, then: Then, status: Result<()>, unanswered: bool) {
         let code = status.err().map_or(0, |e| e.code());
         match then {
             Then::Rma { w, handle } => {
@@ -56,10 +57,14 @@ impl Xfer {
                     self.accepted(&w, &handle);
                 }
                 Active::release(self.domain());
-                self.respond(&w, code, &[]);
+                if !unanswered {
+                    self.respond(&w, code, &[]);
+                }
             }
             Then::Recv { r, w } => {
-                self.respond(&w, code, &[]);
+                if !unanswered {
+                    self.respond(&w, code, &[]);
+                }
                 self.finish_recv(&r, &w, status);
             }
         }
@@ -107,6 +112,19 @@ impl Xfer {
             ..self.wire(K_DONE)
         };
         self.send_to(g.src(), &[done.bytes()]);
+        // The target's share was copied before it granted this one: the
+        // operation is complete (its word follows the target's, in order,
+        // so anything this endpoint sends next reaches the target after).
+        if g.flags & W_OWN_DONE != 0 {
+            if let Some(op) = lock(&self.pend).take(g.op) {
+                let r = if status == 0 {
+                    Ok(())
+                } else {
+                    Err(Error::from_code(status))
+                };
+                self.complete(op, r);
+            }
+        }
     }
 
     /// Drops the shared copies an initiator `a` will never finish.
@@ -422,7 +440,7 @@ impl Xfer {
             Ok(()) if s.got != s.len => Err(Error::INVAL),
             st => st,
         };
-        self.complete_then(s.then, status);
+        self.complete_then(s.then, status, false);
     }
 
     /// Initiator: a staged piece of a read's result.

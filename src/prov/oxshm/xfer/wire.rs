@@ -112,6 +112,10 @@ const _: () = assert!(W_PAD < 1 << 24);
 /// Short-header flag: the payload starts on the cell's second cache line
 /// ([`shm::LINE_AT`]), not right after the header (see [`Small::start`]).
 pub(super) const W_PAD: u32 = 1 << 8;
+/// A grant sent once the target's own share is copied (a stream's): the
+/// initiator's operation is complete when its share is copied too, and no
+/// answer follows its word ([`K_DONE`]).
+pub(super) const W_OWN_DONE: u32 = 1 << 9;
 
 /// Whether a ring message starts with a short header. (A whole header's
 /// first word is its kind, below 256, with no bits above.)
