@@ -226,9 +226,77 @@ static int large_message_stream(void)
  * of those bytes fails, alone or shared (the target copies the second
  * half of a shared one itself, in a stream before it grants the first).
  * Each such send and its receive complete in error with FI_EFAULT, at
- * both ends, and a good send after them arrives whole.
+ * both ends, and good sends after them and among them arrive whole.
  */
 enum { HOLE_LEN = 512 * 1024, NHOLE = 4 };
+/* Then a stream of 32 KiB sends, bad and good in turn: shares of several
+ * sends copied in one system call (when one fails, each is copied again
+ * alone, and only the bad ones fail). */
+enum { MIX_LEN = 32 * 1024, NMIX = 8 };
+
+static int mix_target(struct peer *p)
+{
+	unsigned char *buf[NMIX];
+	for (int i = 0; i < NMIX; i++) {
+		buf[i] = calloc(1, MIX_LEN);
+		CHECK(buf[i]);
+		CHECK_OK(fi_recv(p->ep, buf[i], MIX_LEN, NULL, FI_ADDR_UNSPEC, buf[i]));
+	}
+	CHECK_OK(peer_sync(p)); /* posted: send */
+	int seen[NMIX] = { 0 }, rc = 0;
+	for (int k = 0; k < NMIX && !rc; k++) {
+		struct fi_cq_tagged_entry e;
+		struct fi_cq_err_entry err;
+		int r = peer_wait(p, &e, &err);
+		void *ctx = r == -FI_EAVAIL ? err.op_context : e.op_context;
+		int i = 0;
+		while (i < NMIX && ctx != buf[i])
+			i++;
+		/* Receive i takes send i (FI_ORDER_SAS): the even ones are bad. */
+		if (i == NMIX || seen[i] || (i % 2 == 0 && (r != -FI_EAVAIL || err.err != FI_EFAULT)) ||
+		    (i % 2 == 1 && (r != 0 || e.len != MIX_LEN ||
+				    peer_check_fill(buf[i], MIX_LEN, 80u + (unsigned)i)))) {
+			fprintf(stderr, "    mixed receive %d: %d, err %d\n", i, r, err.err);
+			rc = 1;
+		} else {
+			seen[i] = 1;
+		}
+	}
+	for (int i = 0; i < NMIX; i++)
+		free(buf[i]);
+	return rc;
+}
+
+static int mix_initiator(struct peer *p, unsigned char *bad)
+{
+	unsigned char *good[NMIX];
+	int ctx[NMIX];
+	for (int i = 0; i < NMIX; i++) {
+		good[i] = malloc(MIX_LEN);
+		CHECK(good[i]);
+		peer_fill(good[i], MIX_LEN, 80u + (unsigned)i);
+	}
+	CHECK_OK(peer_sync(p));
+	for (int i = 0; i < NMIX; i++)
+		CHECK_OK(fi_send(p->ep, i % 2 ? good[i] : bad, MIX_LEN, NULL, p->other, &ctx[i]));
+	int seen[NMIX] = { 0 }, rc = 0;
+	for (int k = 0; k < NMIX && !rc; k++) {
+		struct fi_cq_tagged_entry e;
+		struct fi_cq_err_entry err;
+		int r = peer_wait(p, &e, &err);
+		int i = (int)((int *)(r == -FI_EAVAIL ? err.op_context : e.op_context) - ctx);
+		if (i < 0 || i >= NMIX || seen[i] || (i % 2 == 0 && (r != -FI_EAVAIL || err.err != FI_EFAULT)) ||
+		    (i % 2 == 1 && r != 0)) {
+			fprintf(stderr, "    mixed send %d: %d, err %d\n", i, r, err.err);
+			rc = 1;
+		} else {
+			seen[i] = 1;
+		}
+	}
+	for (int i = 0; i < NMIX; i++)
+		free(good[i]);
+	return rc;
+}
 
 static int hole_target(struct peer *p)
 {
@@ -260,6 +328,9 @@ static int hole_target(struct peer *p)
 	CHECK(failed == NHOLE);
 	CHECK(peer_cntr(p, C_RECV) == 1);
 	CHECK(peer_cntr_err(p, C_RECV) == NHOLE);
+	CHECK_OK(mix_target(p));
+	CHECK(peer_cntr(p, C_RECV) == 1 + NMIX / 2);
+	CHECK(peer_cntr_err(p, C_RECV) == NHOLE + NMIX / 2);
 	CHECK_OK(peer_sync(p));
 	return 0;
 }
@@ -299,6 +370,10 @@ static int hole_initiator(struct peer *p)
 	CHECK(peer_cntr_err(p, C_SEND) == NHOLE);
 	CHECK_OK(peer_check_fill(good, HOLE_LEN, 77));
 	free(good);
+	/* Its first half readable, its second not. */
+	CHECK_OK(mix_initiator(p, hole + HOLE_LEN / 2 - MIX_LEN / 2));
+	CHECK(peer_cntr(p, C_SEND) == 1 + NMIX / 2);
+	CHECK(peer_cntr_err(p, C_SEND) == NHOLE + NMIX / 2);
 	CHECK_OK(munmap(m, 2 * HOLE_LEN));
 	CHECK_OK(peer_sync(p));
 	return 0;

@@ -132,7 +132,21 @@ pub(super) fn cross_copy(
     pull: bool,
 ) -> Result<()> {
     with_iovecs(local, |l| {
-        with_iovecs(remote, |r| cross_copy_iovecs(pid, l, r, len, pull))
+        with_iovecs(remote, |r| cross_copy_iovecs(pid, l, r, len, pull, true))
+    })
+}
+
+/// [`cross_copy`] that logs nothing: for a copy of several operations
+/// that, if it fails, is made again operation by operation.
+pub(super) fn cross_copy_quiet(
+    pid: u32,
+    local: &[(u64, u64)],
+    remote: &[(u64, u64)],
+    len: u64,
+    pull: bool,
+) -> Result<()> {
+    with_iovecs(local, |l| {
+        with_iovecs(remote, |r| cross_copy_iovecs(pid, l, r, len, pull, false))
     })
 }
 
@@ -143,6 +157,7 @@ fn cross_copy_iovecs(
     mut ri: &mut [libc::iovec],
     len: u64,
     pull: bool,
+    log: bool,
 ) -> Result<()> {
     let mut done: u64 = 0;
     // The kernel moves at most IOV_MAX iovs and may stop short; a short
@@ -173,12 +188,14 @@ fn cross_copy_iovecs(
         };
         if n < 0 {
             let e = std::io::Error::last_os_error();
-            crate::ox_log!(
-                Warn,
-                EpData,
-                super::super::NAME,
-                "cross-memory copy with pid {pid} failed after {done} of {len} bytes: {e}"
-            );
+            if log {
+                crate::ox_log!(
+                    Warn,
+                    EpData,
+                    super::super::NAME,
+                    "cross-memory copy with pid {pid} failed after {done} of {len} bytes: {e}"
+                );
+            }
             return Err(match e.raw_os_error() {
                 Some(libc::ESRCH) => Error::IO,
                 Some(libc::EPERM) => Error::PERM,
@@ -186,7 +203,9 @@ fn cross_copy_iovecs(
             });
         }
         if n == 0 {
-            crate::ox_log!(Warn, EpData, super::super::NAME, "cross-memory copy with pid {pid} stopped after {done} of {len} bytes (unmapped memory)");
+            if log {
+                crate::ox_log!(Warn, EpData, super::super::NAME, "cross-memory copy with pid {pid} stopped after {done} of {len} bytes (unmapped memory)");
+            }
             return Err(Error::FAULT);
         }
         done += n as u64;

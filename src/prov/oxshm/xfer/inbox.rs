@@ -623,9 +623,11 @@ impl Xfer {
     /// answered when both shares are done. A stream's is granted once this
     /// process's share is copied ([`W_OWN_DONE`]): the initiator completes
     /// its operation as soon as its own share is copied, with no answer,
-    /// while this process copies the next operation's share. Where this
-    /// process's copy fails, nothing is granted and the operation fails at
-    /// both ends.
+    /// while this process copies the next operation's share. A drain pass
+    /// holds a stream's own shares back and copies those of one initiator
+    /// together, in one system call, before it returns ([`Xfer::hold`]).
+    /// Where this process's copy fails, nothing is granted and the
+    /// operation fails at both ends.
     fn grant(
         &self,
         then: Then,
@@ -635,26 +637,104 @@ impl Xfer {
         there: &[(u64, u64)],
         read: bool,
     ) {
+        if !share.lone {
+            return self.hold(Held {
+                then,
+                share: share.len,
+                granted,
+                here: here.into(),
+                there: there.into(),
+                read,
+            });
+        }
+        // A lone one: after those held back, granted first.
+        self.flush_held();
         let w = *then.wire();
+        let id = self.insert_grant(then, None, read, &granted, false);
+        self.send_grant(&w, id, share.len, &granted, 0);
         let left = here.iter().map(|x| x.1).sum();
-        let own = if share.lone {
-            None
-        } else {
-            match cross_copy(w.src_pid, here, there, left, !read) {
-                Ok(()) => Some(Ok(())),
-                Err(e) => return self.complete_then(then, Err(e), false),
+        let status = cross_copy(w.src_pid, here, there, left, !read);
+        self.settle(id, |g| g.own = Some(status));
+        self.drop_grants_if_dead(&w);
+    }
+
+    /// Holds a stream's shared copy back to copy its own share with the
+    /// next ones from the same initiator in one system call, when this
+    /// thread is in a drain pass (which copies them before it returns);
+    /// copies it at once otherwise.
+    fn hold(&self, h: Held) {
+        if !DRAINING.with(|d| d.get()) {
+            return self.copy_held(vec![h]);
+        }
+        let full = {
+            let mut held = lock(&self.held);
+            let fits = held
+                .first()
+                .is_none_or(|f| f.then.wire().src_pid == h.then.wire().src_pid && f.read == h.read);
+            if !fits {
+                let older = std::mem::take(&mut *held);
+                drop(held);
+                self.copy_held(older);
+                held = lock(&self.held);
             }
+            held.push(h);
+            let bytes = held.iter().flat_map(|h| h.here.iter()).map(|x| x.1).sum();
+            held_full(held.len(), bytes)
         };
+        if full {
+            self.flush_held();
+        }
+    }
+
+    /// Copies the own shares held back and grants their initiators theirs.
+    pub(super) fn flush_held(&self) {
+        let held = std::mem::take(&mut *lock(&self.held));
+        if !held.is_empty() {
+            self.copy_held(held);
+        }
+    }
+
+    /// The own shares of `held` (one initiator's, one direction), in one
+    /// cross-memory call; then each is granted ([`W_OWN_DONE`]). Where the
+    /// call fails, each is copied alone: one that fails then is not
+    /// granted and fails at both ends.
+    fn copy_held(&self, held: Vec<Held>) {
+        let Some(first) = held.first() else {
+            return;
+        };
+        let (pid, read) = (first.then.wire().src_pid, first.read);
+        let len = |v: &[(u64, u64)]| v.iter().map(|x| x.1).sum::<u64>();
+        let together = held.len() > 1 && {
+            let here: Vec<(u64, u64)> = held.iter().flat_map(|h| h.here.iter().copied()).collect();
+            let there: Vec<(u64, u64)> =
+                held.iter().flat_map(|h| h.there.iter().copied()).collect();
+            cross_copy_quiet(pid, &here, &there, len(&here), !read).is_ok()
+        };
+        for h in held {
+            let w = *h.then.wire();
+            if !together {
+                if let Err(e) = cross_copy(pid, &h.here, &h.there, len(&h.here), !read) {
+                    self.complete_then(h.then, Err(e), false);
+                    continue;
+                }
+            }
+            let id = self.insert_grant(h.then, Some(Ok(())), read, &h.granted, true);
+            self.send_grant(&w, id, h.share, &h.granted, W_OWN_DONE);
+            self.drop_grants_if_dead(&w);
+        }
+    }
+
+    /// Records a shared copy whose initiator is granted `granted` (this
+    /// process's pieces); its id.
+    fn insert_grant(
+        &self,
+        then: Then,
+        own: Option<Result<()>>,
+        read: bool,
+        granted: &[(u64, u64)],
+        unanswered: bool,
+    ) -> u64 {
         let id = self.next_grant.fetch_add(1, Ordering::Relaxed);
-        let g = Wire {
-            op: w.op,
-            addr: id,
-            len: share.len,
-            niov: granted.len() as u32,
-            flags: if share.lone { 0 } else { W_OWN_DONE },
-            ..self.wire(K_GRANT)
-        };
-        let grant = iov_bytes(&granted);
         lock(&self.grants).insert(
             id,
             Grant {
@@ -663,18 +743,34 @@ impl Xfer {
                 peer: None,
                 gone: None,
                 // What the initiator writes here (none for a read).
-                written: if read { Pieces::default() } else { granted },
-                unanswered: !share.lone,
+                written: if read {
+                    Pieces::default()
+                } else {
+                    granted.into()
+                },
+                unanswered,
             },
         );
-        self.send_to(w.src(), &[g.bytes(), &grant]);
-        if share.lone {
-            let status = cross_copy(w.src_pid, here, there, left, !read);
-            self.settle(id, |g| g.own = Some(status));
-        }
-        // An initiator found gone meanwhile had its grants dropped before
-        // this one existed: drop it too (the peer check adds to `dead`
-        // before it drops grants).
+        id
+    }
+
+    /// Sends grant `id` of `share` bytes (`granted`) for request `w`.
+    fn send_grant(&self, w: &Wire, id: u64, share: u64, granted: &[(u64, u64)], flags: u32) {
+        let g = Wire {
+            op: w.op,
+            addr: id,
+            len: share,
+            niov: granted.len() as u32,
+            flags,
+            ..self.wire(K_GRANT)
+        };
+        self.send_to(w.src(), &[g.bytes(), &iov_bytes(granted)]);
+    }
+
+    /// An initiator found gone meanwhile had its grants dropped before
+    /// this one existed: drops it too (the peer check adds to `dead`
+    /// before it drops grants).
+    fn drop_grants_if_dead(&self, w: &Wire) {
         if self.is_dead(&w.src()) {
             self.drop_grants(Some(&w.src()));
         }

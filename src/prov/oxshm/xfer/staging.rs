@@ -102,10 +102,44 @@ impl Xfer {
         };
         let pieces = parse_iovs(body, g.niov as usize).unwrap_or_default();
         let (mine, _) = split_at(&local, g.len);
+        // A stream's grant, in a drain pass: copied with the next ones
+        // from the same target, in one system call, before the pass ends.
+        if g.flags & W_OWN_DONE != 0 && DRAINING.with(|d| d.get()) {
+            let mut held = lock(&self.held_grants);
+            let fits = held
+                .first()
+                .is_none_or(|f| f.g.src_pid == g.src_pid && f.read == read);
+            if !fits {
+                let older = std::mem::take(&mut *held);
+                drop(held);
+                self.copy_held_grants(older);
+                held = lock(&self.held_grants);
+            }
+            held.push(HeldGrant {
+                g: *g,
+                mine,
+                pieces,
+                read,
+            });
+            let bytes = held.iter().map(|h| h.g.len).sum();
+            if held_full(held.len(), bytes) {
+                let all = std::mem::take(&mut *held);
+                drop(held);
+                self.copy_held_grants(all);
+            }
+            return;
+        }
         let status = match cross_copy(g.src_pid, &mine, &pieces, g.len, read) {
             Ok(()) => 0,
             Err(e) => e.code(),
         };
+        self.share_done(g, status);
+    }
+
+    /// Tells the target of grant `g` that this process's share is done
+    /// (`status`); completes the operation when the target's share was
+    /// done first ([`W_OWN_DONE`]).
+    fn share_done(&self, g: &Wire, status: i32) {
         let done = Wire {
             addr: g.addr,
             status,
@@ -124,6 +158,50 @@ impl Xfer {
                 };
                 self.complete(op, r);
             }
+        }
+    }
+
+    /// Copies the shares of the grants held back ([`Xfer::on_grant`]).
+    pub(super) fn flush_held_grants(&self) {
+        let held = std::mem::take(&mut *lock(&self.held_grants));
+        if !held.is_empty() {
+            self.copy_held_grants(held);
+        }
+    }
+
+    /// The shares of `held` (one target's, one direction) in one
+    /// cross-memory call, each operation still pending; where that fails,
+    /// each alone. Then each is done ([`Xfer::share_done`]).
+    fn copy_held_grants(&self, held: Vec<HeldGrant>) {
+        let Some(first) = held.first() else {
+            return;
+        };
+        let (pid, read) = (first.g.src_pid, first.read);
+        // An operation completed meanwhile (its peer found gone) has its
+        // buffers back with the application: not copied.
+        let held: Vec<HeldGrant> = {
+            let pend = lock(&self.pend);
+            held.into_iter()
+                .filter(|h| pend.get(h.g.op).is_some())
+                .collect()
+        };
+        let together = held.len() > 1 && {
+            let mine: Vec<(u64, u64)> = held.iter().flat_map(|h| h.mine.iter().copied()).collect();
+            let there: Vec<(u64, u64)> =
+                held.iter().flat_map(|h| h.pieces.iter().copied()).collect();
+            let len = held.iter().map(|h| h.g.len).sum();
+            cross_copy_quiet(pid, &mine, &there, len, read).is_ok()
+        };
+        for h in held {
+            let status = if together {
+                0
+            } else {
+                match cross_copy(pid, &h.mine, &h.pieces, h.g.len, read) {
+                    Ok(()) => 0,
+                    Err(e) => e.code(),
+                }
+            };
+            self.share_done(&h.g, status);
         }
     }
 
