@@ -628,6 +628,52 @@ struct Grant {
     unanswered: bool,
 }
 
+/// This thread's drain pass ([`DRAINING`]) while it lives. A pass that
+/// unwinds (a panic, caught at the ABI boundary) leaves what it held back
+/// to the next pass ([`Xfer::stranded`]).
+struct Draining<'a> {
+    stranded: &'a AtomicBool,
+    outer: u8,
+}
+
+/// [`DRAINING`]: this thread is in a drain pass; the pass held something
+/// back.
+const IN_PASS: u8 = 1;
+const HELD_BACK: u8 = 2;
+
+impl<'a> Draining<'a> {
+    fn enter(stranded: &'a AtomicBool) -> Draining<'a> {
+        let outer = DRAINING.with(|d| d.replace(IN_PASS));
+        Draining { stranded, outer }
+    }
+
+    /// Whether the pass held anything back (so far).
+    fn held(&self) -> bool {
+        DRAINING.with(|d| d.get()) & HELD_BACK != 0
+    }
+}
+
+impl Drop for Draining<'_> {
+    fn drop(&mut self) {
+        let now = DRAINING.with(|d| d.replace(self.outer));
+        if now & HELD_BACK != 0 && std::thread::panicking() {
+            self.stranded.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Whether this thread is in a drain pass that will copy what is held
+/// back before it ends; if so, notes that something is.
+fn hold_back() -> bool {
+    DRAINING.with(|d| {
+        let v = d.get();
+        if v & IN_PASS != 0 {
+            d.set(v | HELD_BACK);
+        }
+        v & IN_PASS != 0
+    })
+}
+
 /// A stream's shared copy whose own share is held back to be copied with
 /// others ([`Xfer::flush_held`]): what [`Xfer::grant`] was given.
 struct Held {
@@ -687,7 +733,7 @@ thread_local! {
     /// This thread is in a drain pass ([`Xfer::drain_locked`]), which
     /// copies the shares it held back before it returns: only then may a
     /// shared copy be held back ([`Xfer::grant`]).
-    static DRAINING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    static DRAINING: std::cell::Cell<u8> = const { std::cell::Cell::new(0) };
     /// The endpoint (its transport's address) and its application poll
     /// count when this thread last posted a send of [`LONE_MIN`] bytes or
     /// more ([`lone_send`]), or a write or read that may be lone
@@ -858,6 +904,9 @@ pub struct Xfer {
     has_deferred: AtomicBool,
     /// As `has_deferred`, for `outbound`.
     has_outbound: AtomicBool,
+    /// A drain pass unwound with shares held back: the next one copies
+    /// them first.
+    stranded: AtomicBool,
     /// As `has_deferred`, for `dead`.
     has_dead: AtomicBool,
     /// The authorization key every operation presents: the endpoint's, or
@@ -1049,6 +1098,7 @@ impl Xfer {
             outbound: Lock::new(Vec::new()),
             has_deferred: AtomicBool::new(false),
             has_outbound: AtomicBool::new(false),
+            stranded: AtomicBool::new(false),
             has_dead: AtomicBool::new(false),
             inflight: AtomicUsize::new(0),
             posted_recvs: AtomicUsize::new(0),
@@ -1305,6 +1355,7 @@ impl Xfer {
         if self.inbox.idle()
             && !self.has_deferred.load(Ordering::Acquire)
             && !self.has_outbound.load(Ordering::Acquire)
+            && !self.stranded.load(Ordering::Relaxed)
         {
             return Some(0);
         }
@@ -1336,15 +1387,27 @@ impl Xfer {
     fn drain_locked(&self, app: bool) -> usize {
         self.flush_deferred();
         self.pump();
+        // What a pass that panicked held back.
+        if self.stranded.load(Ordering::Relaxed) {
+            self.stranded.store(false, Ordering::Relaxed);
+            self.flush_held();
+            self.flush_held_grants();
+        }
         let mut n = 0;
         let max = if app { APP_DRAIN } else { 1024 };
-        DRAINING.with(|d| d.set(true));
-        while n < max && self.inbox.recv(|pid, m| self.handle(pid, m)) {
-            n += 1;
+        let held = {
+            // Cleared however the pass ends (a panic caught at the ABI
+            // boundary included), so that nothing is held back outside one.
+            let pass = Draining::enter(&self.stranded);
+            while n < max && self.inbox.recv(|pid, m| self.handle(pid, m)) {
+                n += 1;
+            }
+            pass.held()
+        };
+        if held {
+            self.flush_held();
+            self.flush_held_grants();
         }
-        DRAINING.with(|d| d.set(false));
-        self.flush_held();
-        self.flush_held_grants();
         n
     }
 
@@ -1818,6 +1881,35 @@ mod tests {
         };
         assert!(matches(&any, &w(0, 0, b)));
         assert!(!matches(&any, &w(W_TAGGED, 0, b)));
+    }
+
+    /// Only a drain pass holds copies back, it learns whether it did, and a
+    /// pass that unwinds with copies held back leaves them to the next
+    /// (`stranded`); the state outside a pass is restored either way.
+    #[test]
+    fn copies_are_held_back_only_within_a_drain_pass() {
+        let stranded = AtomicBool::new(false);
+        assert!(!hold_back(), "outside a pass");
+        {
+            let pass = Draining::enter(&stranded);
+            assert!(!pass.held());
+            assert!(hold_back());
+            assert!(pass.held());
+        }
+        assert!(!hold_back() && !stranded.load(Ordering::Relaxed));
+        // A pass that held nothing back unwinds with nothing to leave.
+        let r = std::panic::catch_unwind(|| {
+            let _pass = Draining::enter(&stranded);
+            panic!("in the pass");
+        });
+        assert!(r.is_err() && !stranded.load(Ordering::Relaxed));
+        let r = std::panic::catch_unwind(|| {
+            let _pass = Draining::enter(&stranded);
+            assert!(hold_back());
+            panic!("in the pass");
+        });
+        assert!(r.is_err() && stranded.load(Ordering::Relaxed));
+        assert!(!hold_back(), "outside a pass again");
     }
 
     /// A list of pieces keeps [`IOV_MAX`] in place and moves to the heap

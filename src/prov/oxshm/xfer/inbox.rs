@@ -663,7 +663,7 @@ impl Xfer {
     /// thread is in a drain pass (which copies them before it returns);
     /// copies it at once otherwise.
     fn hold(&self, h: Held) {
-        if !DRAINING.with(|d| d.get()) {
+        if !hold_back() {
             return self.copy_held(vec![h]);
         }
         let full = {

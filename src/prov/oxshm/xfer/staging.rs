@@ -104,7 +104,7 @@ impl Xfer {
         let (mine, _) = split_at(&local, g.len);
         // A stream's grant, in a drain pass: copied with the next ones
         // from the same target, in one system call, before the pass ends.
-        if g.flags & W_OWN_DONE != 0 && DRAINING.with(|d| d.get()) {
+        if g.flags & W_OWN_DONE != 0 && hold_back() {
             let mut held = lock(&self.held_grants);
             let fits = held
                 .first()
