@@ -90,8 +90,10 @@
 //! and the answers to this endpoint's operations. `xfer/post.rs` is the
 //! initiator's side (posting operations and receives, cancel, peek and
 //! claim), `xfer/inbox.rs` what the target does with each request,
-//! `xfer/staging.rs` grants and staged pieces, `xfer/copy.rs` how bytes
-//! cross address spaces.
+//! `xfer/share.rs` shared copies (grants, their settling, and the halves
+//! held back to be copied together), `xfer/staging.rs` the initiator's
+//! side of a grant and staged pieces, `xfer/copy.rs` how bytes cross
+//! address spaces.
 
 use super::atomics;
 use super::cntr::Cntr;
@@ -114,10 +116,12 @@ use std::time::{Duration, Instant};
 mod copy;
 mod inbox;
 mod post;
+mod share;
 mod staging;
 mod tune;
 mod wire;
 use copy::*;
+use share::*;
 use wire::*;
 
 /// Largest payload carried in the ring: sends, writes and read results up
@@ -600,140 +604,11 @@ struct Rx {
     unexpected: VecDeque<Unexpected>,
 }
 
-/// A shared copy at the target: what it completes (a verified remote
-/// access, whose access stays in the domain's `active` count, so that
-/// region closes wait, until the initiator's share is done; or a message
-/// and its posted receive), and the outcome of the target's own share.
-///
-/// The record exists before the grant is sent: the initiator may finish its
-/// share, and its word be read by another thread draining the inbox, while
-/// this process is still copying its own. Whichever of the two ends last
-/// completes the operation ([`Xfer::settle`]).
-struct Grant {
-    then: Then,
-    /// The target's own share: None while it is being copied.
-    own: Option<Result<()>>,
-    /// The initiator's word on its share (the status it sent), once here.
-    peer: Option<i32>,
-    /// Given up (its initiator gone: true; this endpoint closing: false)
-    /// while this process was still copying its own share: abandoned once
-    /// that copy ends, never while it runs.
-    gone: Option<bool>,
-    /// The part of this process's memory the initiator writes (a write's
-    /// or a message's granted share; empty for a read): marked defined for
-    /// Valgrind once written ([`copy::mark_defined`]).
-    written: Pieces,
-    /// Granted with [`W_OWN_DONE`]: the initiator completes its operation
-    /// itself, so no answer is sent.
-    unanswered: bool,
-}
-
-/// This thread's drain pass ([`DRAINING`]) while it lives. A pass that
-/// unwinds (a panic, caught at the ABI boundary) leaves what it held back
-/// to the next pass ([`Xfer::stranded`]).
-struct Draining<'a> {
-    stranded: &'a AtomicBool,
-    outer: u8,
-}
-
-/// [`DRAINING`]: this thread is in a drain pass; the pass held something
-/// back.
-const IN_PASS: u8 = 1;
-const HELD_BACK: u8 = 2;
-
-impl<'a> Draining<'a> {
-    fn enter(stranded: &'a AtomicBool) -> Draining<'a> {
-        let outer = DRAINING.with(|d| d.replace(IN_PASS));
-        Draining { stranded, outer }
-    }
-
-    /// Whether the pass held anything back (so far).
-    fn held(&self) -> bool {
-        DRAINING.with(|d| d.get()) & HELD_BACK != 0
-    }
-}
-
-impl Drop for Draining<'_> {
-    fn drop(&mut self) {
-        let now = DRAINING.with(|d| d.replace(self.outer));
-        if now & HELD_BACK != 0 && std::thread::panicking() {
-            self.stranded.store(true, Ordering::Relaxed);
-        }
-    }
-}
-
-/// Whether this thread is in a drain pass that will copy what is held
-/// back before it ends; if so, notes that something is.
-fn hold_back() -> bool {
-    DRAINING.with(|d| {
-        let v = d.get();
-        if v & IN_PASS != 0 {
-            d.set(v | HELD_BACK);
-        }
-        v & IN_PASS != 0
-    })
-}
-
-/// A stream's shared copy whose own share is held back to be copied with
-/// others ([`Xfer::flush_held`]): what [`Xfer::grant`] was given.
-struct Held {
-    then: Then,
-    share: u64,
-    granted: Pieces,
-    here: Pieces,
-    there: Pieces,
-    read: bool,
-}
-
-/// A grant whose share is held back to be copied with others
-/// ([`Xfer::flush_held_grants`]).
-struct HeldGrant {
-    /// The grant.
-    g: Wire,
-    /// This process's pieces of the share, and the target's.
-    mine: Pieces,
-    pieces: Pieces,
-    /// The bytes come from the target.
-    read: bool,
-}
-
-/// Most shared copies held back for one system call, and most bytes of
-/// one process's shares: the call saves its fixed cost (about 0.3 us here)
-/// per operation, which counts for tens of KiB, while the next process
-/// waits for the whole call's grants or words. Held in eights without a
-/// byte limit, the halves of a stream of 1 MiB messages ran at 0.93x of
-/// copied one by one (fabtests `fi_rdm_tagged_bw`).
-const HELD_MAX: usize = 8;
-const HELD_BYTES: u64 = 128 * 1024;
-
-/// Whether shares of `bytes` in all, `n` of them, fill one system call.
-fn held_full(n: usize, bytes: u64) -> bool {
-    n >= HELD_MAX || bytes >= HELD_BYTES
-}
-
-/// The initiator's share of a shared copy ([`Xfer::initiator_share`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Share {
-    /// Its first `len` bytes (0: the target copies it all).
-    len: u64,
-    /// Nothing is queued behind it: both copy at once, and it is answered
-    /// when both are done (else the target copies first, [`W_OWN_DONE`]).
-    lone: bool,
-}
-
-impl Share {
-    const NONE: Share = Share { len: 0, lone: true };
-}
-
 /// Byte ranges `(address, length)`: up to [`IOV_MAX`] kept in place, more
 /// on the heap.
 type Pieces = IovList;
 
 thread_local! {
-    /// This thread is in a drain pass ([`Xfer::drain_locked`]), which
-    /// copies the shares it held back before it returns: only then may a
-    /// shared copy be held back ([`Xfer::grant`]).
-    static DRAINING: std::cell::Cell<u8> = const { std::cell::Cell::new(0) };
     /// The endpoint (its transport's address) and its application poll
     /// count when this thread last posted a send of [`LONE_MIN`] bytes or
     /// more ([`lone_send`]), or a write or read that may be lone
@@ -1881,35 +1756,6 @@ mod tests {
         };
         assert!(matches(&any, &w(0, 0, b)));
         assert!(!matches(&any, &w(W_TAGGED, 0, b)));
-    }
-
-    /// Only a drain pass holds copies back, it learns whether it did, and a
-    /// pass that unwinds with copies held back leaves them to the next
-    /// (`stranded`); the state outside a pass is restored either way.
-    #[test]
-    fn copies_are_held_back_only_within_a_drain_pass() {
-        let stranded = AtomicBool::new(false);
-        assert!(!hold_back(), "outside a pass");
-        {
-            let pass = Draining::enter(&stranded);
-            assert!(!pass.held());
-            assert!(hold_back());
-            assert!(pass.held());
-        }
-        assert!(!hold_back() && !stranded.load(Ordering::Relaxed));
-        // A pass that held nothing back unwinds with nothing to leave.
-        let r = std::panic::catch_unwind(|| {
-            let _pass = Draining::enter(&stranded);
-            panic!("in the pass");
-        });
-        assert!(r.is_err() && !stranded.load(Ordering::Relaxed));
-        let r = std::panic::catch_unwind(|| {
-            let _pass = Draining::enter(&stranded);
-            assert!(hold_back());
-            panic!("in the pass");
-        });
-        assert!(r.is_err() && stranded.load(Ordering::Relaxed));
-        assert!(!hold_back(), "outside a pass again");
     }
 
     /// A list of pieces keeps [`IOV_MAX`] in place and moves to the heap
