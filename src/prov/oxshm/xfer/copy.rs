@@ -123,7 +123,7 @@ pub(super) fn direct_copy(pid: u32, local: &[(u64, u64)], at: u64, len: u64, pul
 
 /// One cross-memory copy between `local` (this process) and `remote`
 /// (process `pid`): `pull` reads the remote iovs into the local ones.
-/// Succeeds only when all `len` bytes moved.
+/// Succeeds only when all `len` bytes moved; a failure is logged.
 pub(super) fn cross_copy(
     pid: u32,
     local: &[(u64, u64)],
@@ -131,22 +131,22 @@ pub(super) fn cross_copy(
     len: u64,
     pull: bool,
 ) -> Result<()> {
-    with_iovecs(local, |l| {
-        with_iovecs(remote, |r| cross_copy_iovecs(pid, l, r, len, pull, true))
-    })
+    copy_across(pid, local, remote, len, pull, true)
 }
 
-/// [`cross_copy`] that logs nothing: for a copy of several operations
-/// that, if it fails, is made again operation by operation.
-pub(super) fn cross_copy_quiet(
+/// [`cross_copy`], logging a failure only when `log`: a copy of several
+/// operations that, if it fails, is made again operation by operation
+/// logs nothing itself.
+pub(super) fn copy_across(
     pid: u32,
     local: &[(u64, u64)],
     remote: &[(u64, u64)],
     len: u64,
     pull: bool,
+    log: bool,
 ) -> Result<()> {
     with_iovecs(local, |l| {
-        with_iovecs(remote, |r| cross_copy_iovecs(pid, l, r, len, pull, false))
+        with_iovecs(remote, |r| cross_copy_iovecs(pid, l, r, len, pull, log))
     })
 }
 

@@ -302,7 +302,7 @@ impl Xfer {
             let here: Vec<(u64, u64)> = held.iter().flat_map(|h| h.here.iter().copied()).collect();
             let there: Vec<(u64, u64)> =
                 held.iter().flat_map(|h| h.there.iter().copied()).collect();
-            cross_copy_quiet(pid, &here, &there, len(&here), !read).is_ok()
+            copy_across(pid, &here, &there, len(&here), !read, false).is_ok()
         };
         for h in held {
             let w = *h.then.wire();
@@ -485,7 +485,7 @@ impl Xfer {
             let there: Vec<(u64, u64)> =
                 held.iter().flat_map(|h| h.pieces.iter().copied()).collect();
             let len = held.iter().map(|h| h.g.len).sum();
-            cross_copy_quiet(pid, &mine, &there, len, read).is_ok()
+            copy_across(pid, &mine, &there, len, read, false).is_ok()
         };
         for h in held {
             let status = if together {
