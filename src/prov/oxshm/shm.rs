@@ -762,6 +762,7 @@ impl Segment {
             }
         }
         self.cell_head(pos).pid.store(my_pid(), Ordering::Relaxed);
+        prefetch_own(self.cell(pos + AHEAD), room);
         Ok(Claim {
             seg: self,
             pos,
@@ -1110,6 +1111,50 @@ fn prefetch_rest(msg: &[u8]) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = msg;
+}
+
+/// How many positions past its claim a producer asks for a cell's lines
+/// ([`prefetch_own`]). Not the next one: an owner that has caught up
+/// polls the next position's first line, and would have it taken away.
+const AHEAD: u64 = 4;
+
+/// Asks, as a claim is made, for the lines of the cell [`AHEAD`] positions
+/// on, for writing: as many as this claim's message takes in place (a
+/// stream's messages are alike), the first only for a spilled one. The
+/// owner took them over when it read and gave back the cell; without it
+/// each is fetched by the store that writes the message, and the next
+/// locked instruction (a lock, the next claim) waits for those fetches,
+/// one message at a time. Fabtests, 5 alternating rounds on the Intel
+/// host, medians, with against without: `fi_rma_bw -o write` 64 bytes
+/// 503 MB/s against 334, `-o writedata` 496 against 396; `fi_rdm_bw` 64
+/// bytes 518 against 478, 128 bytes 1009 against 935, 512 bytes 3302
+/// against 2889; `fi_rdm_tagged_bw` 256 bytes 1900 against 1764;
+/// `fi_rdm_pingpong` 64 bytes 0.35 us against 0.38. Asking for the next
+/// position instead slowed the 8-byte ping-pong by 0.07 us.
+#[inline(always)]
+fn prefetch_own(cell: *mut u8, room: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let lines = if room > SMALL_DATA {
+            1
+        } else {
+            (CELL_HEAD + room).div_ceil(64)
+        };
+        for i in 0..lines {
+            // SAFETY: a prefetch reads nothing and cannot fault; the
+            // lines are inside the cell. PREFETCHW is a no-op where the
+            // CPU lacks it.
+            unsafe {
+                std::arch::asm!(
+                    "prefetchw [{0}]",
+                    in(reg) cell.add(64 * i),
+                    options(nostack, preserves_flags, readonly)
+                )
+            };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (cell, room);
 }
 
 /// Whether this process is registered for asymmetric fences
