@@ -924,7 +924,7 @@ impl Segment {
         // given back; len fits where the producer wrote.
         let msg = unsafe { std::slice::from_raw_parts(self.data(pos, spilled), len) };
         if !spilled {
-            prefetch_rest(msg);
+            prefetch_rest(msg.as_ptr(), msg.len());
         }
         // The sequence word is written again when the cell is given back,
         // one message later: asked for now, its line is this CPU's by then
@@ -932,10 +932,37 @@ impl Segment {
         // message's first lock waits (`fi_rma_bw -o write` 64 bytes, 7
         // alternating rounds: 538 MB/s against 484; messages unchanged).
         prefetch_own(self.cell(pos), 0);
+        // Within a run of messages (no empty look since the last one), the
+        // next is most likely published already: its lines are asked for
+        // now, to travel while this one is handled. Looked at outside a
+        // run, the next cell is mostly the one its producer is writing,
+        // and the look would take its line away.
+        if self.held.load(Ordering::Relaxed) & HELD_FRESH != 0 {
+            self.prefetch_next(pos + 1);
+        }
         f(c.pid.load(Ordering::Relaxed), msg);
         h.head.store(pos + 1, Ordering::Relaxed);
         self.hold(pos);
         true
+    }
+
+    /// Asks for the lines of the in-place message at `pos` if it is
+    /// published (see [`Segment::recv`]). Fabtests, 9 alternating rounds on
+    /// the Intel host, with against without: `fi_rdm_bw` 64 bytes 572 MB/s
+    /// against 540, `fi_rdm_tagged_bw` 64 bytes 552 against 530, 256 bytes
+    /// 2162 against 1944 (7 rounds); `fi_rma_bw -o writedata` 64 bytes 552
+    /// against 568 and `-o write` 516 against 513; ping-pong within 0.02
+    /// us. Without the run condition, `-o write` 64 bytes lost a fifth.
+    #[inline(always)]
+    fn prefetch_next(&self, pos: u64) {
+        let c = self.cell_head(pos);
+        if c.seq.load(Ordering::Relaxed) != pos + 1 {
+            return;
+        }
+        let raw = c.len.load(Ordering::Relaxed);
+        if raw & SPILLED == 0 {
+            prefetch_rest(self.data(pos, false), (raw as usize).min(SMALL_DATA));
+        }
     }
 
     /// Keeps the consumed cell `pos` from producers for now, giving back
@@ -1098,11 +1125,11 @@ const PREFETCH_MAX: usize = 256;
 /// prefetches; prefetching a whole 512-byte message measured no better.
 /// A prefetch reads nothing and faults on nothing.
 #[inline(always)]
-fn prefetch_rest(msg: &[u8]) {
+fn prefetch_rest(msg: *const u8, len: usize) {
     #[cfg(target_arch = "x86_64")]
     {
-        let start = msg.as_ptr() as usize;
-        let end = start + msg.len().min(PREFETCH_MAX);
+        let start = msg as usize;
+        let end = start + len.min(PREFETCH_MAX);
         let mut line = (start & !63) + 64;
         while line < end {
             // SAFETY: a prefetch reads nothing and cannot fault; the line
@@ -1116,7 +1143,7 @@ fn prefetch_rest(msg: &[u8]) {
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = msg;
+    let _ = (msg, len);
 }
 
 /// How many positions past its claim a producer asks for a cell's lines
