@@ -1,0 +1,333 @@
+use super::fence::ASYM;
+use super::*;
+
+fn addr(id: u32) -> Address {
+    Address {
+        pid: std::process::id(),
+        ep_id: 900_000 + id,
+        nonce: 0x1234_5678_9abc_def0 ^ id as u64 ^ (std::process::id() as u64) << 32,
+    }
+}
+
+/// The answer of [`asym`] is the process's, not its memory image's: a
+/// fork(2) child must look (and register) for itself, or it would
+/// publish without fences that no sleeper's membarrier orders.
+#[test]
+fn asym_is_forgotten_across_fork() {
+    let parent = asym();
+    assert_ne!(ASYM.load(Ordering::Relaxed), 0);
+    assert_eq!(ASYM.load(Ordering::Relaxed) == 2, parent);
+    // SAFETY: the child only loads an atomic and calls _exit.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        let code = if ASYM.load(Ordering::Relaxed) == 0 {
+            0
+        } else {
+            1
+        };
+        // SAFETY: ends the child without running the parent's exit code.
+        unsafe { libc::_exit(code) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for the child forked above.
+    assert_eq!(unsafe { libc::waitpid(pid, &mut status, 0) }, pid);
+    assert!(libc::WIFEXITED(status));
+    assert_eq!(
+        libc::WEXITSTATUS(status),
+        0,
+        "the child inherited the answer"
+    );
+    assert_eq!(asym(), parent);
+}
+
+#[test]
+fn a_claim_publishes_what_it_commits_and_an_empty_message_when_dropped() {
+    let a = addr(40);
+    let own = Segment::create(&a, None).unwrap();
+    let peer = Segment::open(&a).unwrap();
+    let mut c = peer.claim(16).unwrap();
+    c.data()[..5].copy_from_slice(b"hello");
+    c.commit(5, Urgency::Request);
+    // Dropped unwritten (a panic between claim and commit): the cell
+    // is not left claimed, the owner sees an empty message.
+    drop(peer.claim(16).unwrap());
+    assert!(own.recv(|pid, m| {
+        assert_eq!(pid, my_pid());
+        assert_eq!(m, b"hello")
+    }));
+    assert!(own.recv(|_, m| assert!(m.is_empty())));
+    assert!(!own.recv(|_, _| panic!("empty ring")));
+    assert_eq!(peer.claim(CELL_DATA + 1).err(), Some(Error::MSGSIZE));
+}
+
+#[test]
+fn ring_delivers_in_order_and_fills() {
+    let a = addr(1);
+    let own = Segment::create(&a, None).unwrap();
+    let peer = Segment::open(&a).unwrap();
+    for i in 0..CELLS as u32 {
+        peer.send(&[&i.to_ne_bytes(), b"xyz"], Urgency::Request)
+            .unwrap();
+    }
+    assert_eq!(peer.send(&[b"full"], Urgency::Request), Err(Error::AGAIN));
+    for i in 0..CELLS as u32 {
+        let mut got = Vec::new();
+        assert!(own.recv(|_, m| got.extend_from_slice(m)));
+        assert_eq!(&got[..4], &i.to_ne_bytes());
+        assert_eq!(&got[4..], b"xyz");
+    }
+    assert!(!own.recv(|_, _| panic!("empty ring")));
+    peer.send(&[b"again"], Urgency::Request).unwrap();
+    assert!(own.recv(|_, m| assert_eq!(m, b"again")));
+}
+
+#[test]
+fn long_messages_spill_and_short_ones_stay_in_their_cell_in_order() {
+    let a = addr(9);
+    let own = Segment::create(&a, None).unwrap();
+    let peer = Segment::open(&a).unwrap();
+    // Around the boundary, the largest, and a long room that the
+    // filler uses only a little of (spilled, yet short).
+    let lens = [SMALL_DATA, SMALL_DATA + 1, 1, CELL_DATA, 0, SMALL_DATA - 1];
+    for lap in 0..3 {
+        for (k, &n) in lens.iter().enumerate() {
+            let b: Vec<u8> = (0..n).map(|i| (i * 7 + k + lap) as u8).collect();
+            peer.send(&[&b], Urgency::Request).unwrap();
+            peer.send_with(CELL_DATA, |cell| {
+                cell[..3].copy_from_slice(&[k as u8, lap as u8, 0xee]);
+                3
+            })
+            .unwrap();
+        }
+        for (k, &n) in lens.iter().enumerate() {
+            let want: Vec<u8> = (0..n).map(|i| (i * 7 + k + lap) as u8).collect();
+            assert!(own.recv(|_, m| assert_eq!(m, &want[..], "lap {lap}, {n} bytes")));
+            assert!(own.recv(|_, m| assert_eq!(m, &[k as u8, lap as u8, 0xee])));
+        }
+    }
+    assert!(!own.recv(|_, _| panic!("empty ring")));
+    // Past the largest: refused, nothing claimed.
+    assert_eq!(
+        peer.send_with(CELL_DATA + 1, |_| panic!("no cell for it")),
+        Err(Error::MSGSIZE)
+    );
+    assert!(!own.recv(|_, _| panic!("empty ring")));
+}
+
+#[test]
+fn the_last_consumed_cell_goes_back_one_message_late() {
+    let a = addr(7);
+    let own = Segment::create(&a, None).unwrap();
+    let peer = Segment::open(&a).unwrap();
+    peer.send(&[b"one"], Urgency::Request).unwrap();
+    assert!(own.recv(|_, m| assert_eq!(m, b"one")));
+    // Its cell is held: the ring takes one message less.
+    let fill = |n: usize| {
+        for _ in 0..n {
+            peer.send(&[b"x"], Urgency::Request).unwrap();
+        }
+    };
+    fill(CELLS - 1);
+    assert_eq!(peer.send(&[b"full"], Urgency::Request), Err(Error::AGAIN));
+    // Consuming the next message gives the held cell back.
+    assert!(own.recv(|_, m| assert_eq!(m, b"x")));
+    peer.send(&[b"x"], Urgency::Request).unwrap();
+    assert_eq!(peer.send(&[b"full"], Urgency::Request), Err(Error::AGAIN));
+    // The loop ends on the first empty look, which keeps the last
+    // cell; a ring is not idle while a cell is held.
+    while own.recv(|_, m| assert_eq!(m, b"x")) {}
+    assert!(!own.idle());
+    fill(CELLS - 1);
+    assert_eq!(peer.send(&[b"full"], Urgency::Request), Err(Error::AGAIN));
+    // The second empty look gives it back.
+    while own.recv(|_, _| {}) {}
+    assert!(!own.recv(|_, _| panic!("empty ring")));
+    assert!(own.idle());
+    fill(CELLS);
+    assert_eq!(peer.send(&[b"full"], Urgency::Request), Err(Error::AGAIN));
+}
+
+#[test]
+fn a_claim_left_by_a_dead_producer_is_skipped() {
+    let a = addr(8);
+    let own = Segment::create(&a, None).unwrap();
+    let peer = Segment::open(&a).unwrap();
+    // A producer that died between its claim and its publication: the
+    // cell is claimed (tail moved on) and carries a pid that is gone.
+    // SAFETY: fork(2) in a test; the child exits at once.
+    let dead = unsafe {
+        let child = libc::fork();
+        if child == 0 {
+            libc::_exit(0);
+        }
+        let mut status = 0;
+        libc::waitpid(child, &mut status, 0);
+        child as u32
+    };
+    // One claim that says who made it (seen on the cell line), one
+    // that died before it could (seen only in `tail`).
+    for pid in [dead, 0] {
+        let h = peer.hdr();
+        let pos = h.tail.fetch_add(1, Ordering::Relaxed);
+        peer.cell_head(pos).pid.store(pid, Ordering::Relaxed);
+        peer.send(&[b"behind"], Urgency::Request).unwrap();
+        // Nothing is handed out while the claim may still be
+        // published; once it is STALL old and its producer gone (or
+        // unknown), the message behind it is.
+        let start = Instant::now();
+        let mut got = Vec::new();
+        while got.is_empty() {
+            own.recv(|_, m| got.extend_from_slice(m));
+            assert!(
+                start.elapsed() < STALL * 20,
+                "the stalled claim (pid {pid}) was never skipped"
+            );
+        }
+        assert!(start.elapsed() >= STALL, "skipped before STALL (pid {pid})");
+        assert_eq!(got, b"behind");
+    }
+}
+
+#[test]
+fn many_producers_lose_nothing() {
+    let a = addr(2);
+    let own = Segment::create(&a, None).unwrap();
+    let peers: Vec<Segment> = (0..4).map(|_| Segment::open(&a).unwrap()).collect();
+    let n = 5000u32;
+    let mut seen = vec![0u32; 4];
+    std::thread::scope(|s| {
+        for (t, p) in peers.iter().enumerate() {
+            s.spawn(move || {
+                for i in 0..n {
+                    while p
+                        .send(
+                            &[&(t as u32).to_ne_bytes(), &i.to_ne_bytes()],
+                            Urgency::Request,
+                        )
+                        .is_err()
+                    {
+                        std::hint::spin_loop();
+                    }
+                }
+            });
+        }
+        let mut got = 0;
+        while got < 4 * n {
+            if own.recv(|_, m| {
+                let t = u32::from_ne_bytes(m[..4].try_into().unwrap()) as usize;
+                let i = u32::from_ne_bytes(m[4..8].try_into().unwrap());
+                assert_eq!(i, seen[t], "per-producer order");
+                seen[t] += 1;
+            }) {
+                got += 1;
+            }
+        }
+    });
+    assert_eq!(seen, vec![n; 4]);
+}
+
+#[test]
+fn closed_segment_is_gone_and_reported() {
+    let a = addr(3);
+    let own = Segment::create(&a, None).unwrap();
+    let peer = Segment::open(&a).unwrap();
+    assert!(!peer.owner_gone());
+    drop(own);
+    assert!(peer.owner_gone());
+    assert_eq!(Segment::open(&a).err(), Some(Error::NOENT));
+}
+
+/// Resident bytes of this process's mapping at `base` (`Rss` of its
+/// entry in /proc/self/smaps): the pages it has mapped.
+pub(crate) fn mapped_bytes(base: *const u8) -> usize {
+    let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+    let start = format!("{:x}-", base as usize);
+    let mut lines = smaps.lines().skip_while(|l| !l.starts_with(&start));
+    assert!(lines.next().is_some(), "no mapping at {base:?}");
+    let rss = lines.find(|l| l.starts_with("Rss:")).unwrap();
+    let kb: usize = rss.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kb * 1024
+}
+
+/// The owner's mapping and a peer's both have every page of the
+/// segment from the start: the data path never faults on one (see
+/// `Segment::map`). Unpopulated, the owner maps only the pages it
+/// initialises (140 KiB: the header and the cells), a peer fewer.
+#[test]
+fn segments_are_mapped_with_all_their_pages() {
+    let a = addr(11);
+    let own = Segment::create(&a, None).unwrap();
+    let peer = Segment::open(&a).unwrap();
+    let whole = SEGMENT_BYTES / 4096 * 4096;
+    let (o, p) = (mapped_bytes(own.base), mapped_bytes(peer.base));
+    assert!(o >= whole, "the owner maps {o} of {SEGMENT_BYTES}");
+    assert!(p >= whole, "a peer maps {p} of {SEGMENT_BYTES}");
+}
+
+#[test]
+fn a_second_segment_for_one_address_is_refused() {
+    let a = addr(4);
+    let _own = Segment::create(&a, None).unwrap();
+    assert_eq!(Segment::create(&a, None).err(), Some(Error::ADDRINUSE));
+}
+
+fn readable(fd: libc::c_int) -> bool {
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd; a zero timeout only looks.
+    unsafe { libc::poll(&mut p, 1, 0) == 1 }
+}
+
+#[test]
+fn armed_owner_is_woken_by_the_next_request() {
+    let a = addr(5);
+    let own = Segment::create(&a, None).unwrap();
+    let peer = Segment::open(&a).unwrap();
+    let (fd, _) = own.wake_fd().expect("a wake-up socket");
+    // Unarmed: senders write nothing.
+    peer.send(&[b"one"], Urgency::Request).unwrap();
+    assert!(!readable(fd));
+    // A message is pending: arming says not to sleep.
+    assert!(!own.arm(true));
+    assert!(own.recv(|_, m| assert_eq!(m, b"one")));
+    // Armed for requests only: a reply does not wake, a request does,
+    // and the byte is queued before send returns.
+    assert!(own.arm(false));
+    peer.send(&[b"reply"], Urgency::Reply).unwrap();
+    assert!(!readable(fd));
+    peer.send(&[b"request"], Urgency::Request).unwrap();
+    assert!(readable(fd));
+    // One byte per arming: the first sender disarmed it.
+    peer.send(&[b"another"], Urgency::Request).unwrap();
+    assert!(own.recv(|_, m| assert_eq!(m, b"reply")));
+    assert!(own.recv(|_, m| assert_eq!(m, b"request")));
+    assert!(own.recv(|_, m| assert_eq!(m, b"another")));
+    // Arming again reads the old byte: the fd waits for the next one.
+    assert!(own.arm(true));
+    assert!(!readable(fd));
+    peer.send(&[b"ack"], Urgency::Reply).unwrap();
+    assert!(readable(fd));
+    assert!(own.recv(|_, m| assert_eq!(m, b"ack")));
+    // A stranger's bytes are read too.
+    for _ in 0..20 {
+        peer.wake_owner();
+    }
+    assert!(readable(fd));
+    assert!(own.arm(false));
+    assert!(!readable(fd));
+    // A peer's segment has no socket of its own to watch.
+    assert!(peer.wake_fd().is_none());
+    assert!(!peer.arm(false));
+}
+
+#[test]
+fn this_process_is_alive_and_pid_reuse_is_told_apart() {
+    let me = std::process::id();
+    let t = start_time(me).unwrap();
+    assert!(alive(me, t));
+    assert!(!alive(me, t + 1));
+}
