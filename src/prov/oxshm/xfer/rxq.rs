@@ -1,0 +1,208 @@
+//! The receive queues: posted receives (and the pieces of multi-receive
+//! buffers they hand out), messages that arrived before their receive,
+//! and the buffer lists both carry.
+
+use super::wire::{Wire, W_TAGGED};
+use super::{lock, Address, IOV_MAX};
+use libc::c_void;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+/// The local buffers of one operation or posted receive: up to
+/// [`IOV_MAX`] kept in place (no allocation per operation), more on the
+/// heap.
+#[derive(Clone)]
+pub(super) enum IovList {
+    Inline(usize, [(u64, u64); IOV_MAX]),
+    Heap(Vec<(u64, u64)>),
+}
+
+impl Default for IovList {
+    #[inline]
+    fn default() -> IovList {
+        IovList::Inline(0, [(0, 0); IOV_MAX])
+    }
+}
+
+impl From<&[(u64, u64)]> for IovList {
+    #[inline]
+    fn from(v: &[(u64, u64)]) -> IovList {
+        if v.len() <= IOV_MAX {
+            let mut a = [(0, 0); IOV_MAX];
+            a[..v.len()].copy_from_slice(v);
+            return IovList::Inline(v.len(), a);
+        }
+        IovList::Heap(v.to_vec())
+    }
+}
+
+impl IovList {
+    /// Appends a piece; the fifth moves the list to the heap.
+    #[inline]
+    pub(super) fn push(&mut self, p: (u64, u64)) {
+        match self {
+            IovList::Inline(n, a) if *n < IOV_MAX => {
+                a[*n] = p;
+                *n += 1;
+            }
+            IovList::Inline(n, a) => {
+                let mut v = a[..*n].to_vec();
+                v.push(p);
+                *self = IovList::Heap(v);
+            }
+            IovList::Heap(v) => v.push(p),
+        }
+    }
+}
+
+impl std::ops::Deref for IovList {
+    type Target = [(u64, u64)];
+    #[inline]
+    fn deref(&self) -> &[(u64, u64)] {
+        match self {
+            IovList::Inline(n, a) => &a[..*n],
+            IovList::Heap(v) => v,
+        }
+    }
+}
+
+/// A posted receive, or the piece of a multi-receive buffer that one
+/// message fills.
+#[derive(Clone)]
+pub(super) struct Recv {
+    pub(super) tagged: bool,
+    pub(super) tag: u64,
+    pub(super) ignore: u64,
+    pub(super) src: Option<Address>,
+    pub(super) iov: IovList,
+    pub(super) report: bool,
+    pub(super) context: *mut c_void,
+    /// FI_MULTI_RECV: the buffer this receive is, or is a piece of.
+    pub(super) multi: Option<Arc<Multi>>,
+}
+
+impl Recv {
+    /// A receive with nothing in it yet, written in place and then filled
+    /// ([`Xfer::post_recv`]).
+    pub(super) const VACANT: Recv = Recv {
+        tagged: false,
+        tag: 0,
+        ignore: 0,
+        src: None,
+        iov: IovList::Inline(0, [(0, 0); IOV_MAX]),
+        report: false,
+        context: std::ptr::null_mut(),
+        multi: None,
+    };
+}
+
+/// A multi-receive buffer (fi_msg(3) FI_MULTI_RECV), shared by the posted
+/// buffer and the pieces it has handed out. Messages are packed one after
+/// the other, without alignment. The buffer is released when less than
+/// `min` bytes remain (a full buffer is always released), when a message
+/// does not fit in what remains of a buffer that already took one, or
+/// when it is cancelled; its last completion carries FI_MULTI_RECV: that
+/// of the last piece to finish, or one of its own (len 0, no other flag)
+/// when no piece is outstanding at the release.
+pub(super) struct Multi {
+    /// FI_OPT_MIN_MULTI_RECV when the buffer was posted.
+    pub(super) min: u64,
+    pub(super) state: Mutex<MultiState>,
+}
+
+#[derive(Default, Debug, PartialEq)]
+pub(super) struct MultiState {
+    /// Bytes handed out.
+    pub(super) used: u64,
+    /// Pieces handed out and not completed.
+    pub(super) pieces: usize,
+    pub(super) released: bool,
+}
+
+/// What a multi-receive buffer does with a message of some length.
+#[derive(Debug, PartialEq)]
+pub(super) enum Carve {
+    /// Bytes `[off, off + len)` of the buffer take the message (a message
+    /// larger than `len` is truncated); `released`: this was the buffer's
+    /// last piece.
+    Piece { off: u64, len: u64, released: bool },
+    /// The message does not fit: the buffer is released without it.
+    Full,
+}
+
+impl Multi {
+    pub(super) fn new(min: usize) -> Multi {
+        Multi {
+            min: min as u64,
+            state: Mutex::new(MultiState::default()),
+        }
+    }
+
+    /// Hands out the next piece of a buffer of `room` bytes for a message
+    /// of `len` bytes. Only a fresh buffer truncates a message (else it
+    /// could never be received); a used one that is too small is released.
+    pub(super) fn carve(&self, room: u64, len: u64) -> Carve {
+        let mut s = lock(&self.state);
+        let left = room - s.used;
+        if len > left && s.used > 0 {
+            s.released = true;
+            return Carve::Full;
+        }
+        let off = s.used;
+        let take = len.min(left);
+        s.used += take;
+        s.pieces += 1;
+        s.released = room - s.used < self.min.max(1);
+        Carve::Piece {
+            off,
+            len: take,
+            released: s.released,
+        }
+    }
+
+    /// Records that a piece completed; true when it is the buffer's last
+    /// completion (the buffer is released and nothing else is out).
+    pub(super) fn piece_done(&self) -> bool {
+        let mut s = lock(&self.state);
+        s.pieces = s.pieces.saturating_sub(1);
+        s.released && s.pieces == 0
+    }
+
+    /// Releases the buffer (cancelled or full); true when no piece is out,
+    /// so the release needs a completion of its own.
+    pub(super) fn release(&self) -> bool {
+        let mut s = lock(&self.state);
+        s.released = true;
+        s.pieces == 0
+    }
+}
+
+/// A message that arrived before its receive.
+pub(super) struct Unexpected {
+    pub(super) w: Wire,
+    /// Inline payload, or the sender's iovs (pulled when matched).
+    pub(super) bytes: Vec<u8>,
+    pub(super) remote: Pieces,
+    /// FI_PEEK | FI_CLAIM: the context that claimed it and the token
+    /// written into that context; only an FI_CLAIM receive with the same
+    /// context takes it.
+    pub(super) claim: Option<(usize, u64)>,
+}
+
+#[derive(Default)]
+pub(super) struct Rx {
+    pub(super) posted: VecDeque<Recv>,
+    pub(super) unexpected: VecDeque<Unexpected>,
+}
+
+/// Byte ranges `(address, length)`: up to [`IOV_MAX`] kept in place, more
+/// on the heap.
+pub(super) type Pieces = IovList;
+
+/// Whether a posted receive takes a message.
+pub(super) fn matches(r: &Recv, w: &Wire) -> bool {
+    let tagged = w.flags & W_TAGGED != 0;
+    r.tagged == tagged
+        && (!tagged || (r.tag & !r.ignore) == (w.tag & !r.ignore))
+        && r.src.is_none_or(|s| s == w.src())
+}
