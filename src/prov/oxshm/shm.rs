@@ -82,7 +82,7 @@ mod wake;
 
 pub(super) use fence::{asym, heavy_fence};
 use fence::{futex_wait, futex_wake};
-use prefetch::{prefetch_next, prefetch_own, prefetch_rest, AHEAD};
+use prefetch::{prefetch_next, prefetch_own, prefetch_pages, prefetch_rest, AHEAD};
 pub use reap::{reap, reap_peer};
 use wake::{drain, wake_addr, wake_bind, wake_sender, Wake};
 
@@ -807,6 +807,8 @@ impl Segment {
         let msg = unsafe { std::slice::from_raw_parts(self.data(pos, spilled), len) };
         if !spilled {
             prefetch_rest(msg.as_ptr(), msg.len());
+        } else {
+            prefetch_pages(msg.as_ptr(), msg.len());
         }
         // The sequence word is written again when the cell is given back,
         // one message later: asked for now, its line is this CPU's by then

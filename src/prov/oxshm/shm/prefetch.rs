@@ -73,6 +73,40 @@ pub(super) fn prefetch_rest(msg: *const u8, len: usize) {
     let _ = (msg, len);
 }
 
+/// Lines asked for at the start of each page of a spilled message.
+const PAGE_LINES: usize = 2;
+
+/// Asks for the first [`PAGE_LINES`] lines of each page of a spilled
+/// message after its first, before the handler copies it out. The
+/// hardware's prefetcher follows a copy within a page and starts again at
+/// each page boundary, a few misses late; asked for at once, every page's
+/// start is on its way while the first is copied. Fabtests, alternating
+/// rounds on the Intel host, medians, with against without: `fi_rdm_bw`
+/// 16 KiB 15174 MB/s against 13834 (11 rounds), `fi_rdm_tagged_bw` 16 KiB
+/// 15204 against 13504 (9), 12 KiB 12374 against 11628 (7); `fi_rma_bw -o
+/// writedata` 16 KiB 10505 against 10293; 4 and 8 KiB messages within 3%.
+#[inline(always)]
+pub(super) fn prefetch_pages(msg: *const u8, len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let end = msg as usize + len;
+        let mut page = (msg as usize & !4095) + 4096;
+        while page < end {
+            for i in 0..PAGE_LINES {
+                // SAFETY: a prefetch reads nothing and cannot fault.
+                unsafe {
+                    std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                        (page + 64 * i) as *const i8,
+                    )
+                };
+            }
+            page += 4096;
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (msg, len);
+}
+
 /// How many positions past its claim a producer asks for a cell's lines
 /// ([`prefetch_own`]). Not the next one: an owner that has caught up
 /// polls the next position's first line, and would have it taken away.
