@@ -2,9 +2,8 @@
 //! (FI_EP_RDM) endpoints, their binding to an AV, an EQ, CQs and counters,
 //! `fi_enable`, names (`fi_getname`/`fi_setname`), options
 //! (`fi_getopt`/`fi_setopt`) and operation flags. The data-transfer tables
-//! (msg, rma, tagged, atomic, collective) are fully populated; every slot
-//! answers -FI_ENOSYS until the data path delivers the capabilities that
-//! `fi_getinfo` will then advertise.
+//! (msg, rma, tagged, atomic, collective) are fully populated: messages,
+//! RMA and atomics go to `ops.rs`, collectives answer -FI_ENOSYS.
 //!
 //! # Addresses (FI_ADDR_STR)
 //!
@@ -61,8 +60,8 @@
 //! - [`Ep::limit`] gives the thresholds set with the FI_OPT_MAX_*_SIZE and
 //!   FI_OPT_INJECT_*_SIZE options, [`Ep::op_flags`] the default operation
 //!   flags (tx/rx_attr op_flags, FI_SETOPSFLAG), [`Ep::min_multi_recv`]
-//!   FI_OPT_MIN_MULTI_RECV; `tx_size_left`/`rx_size_left` report the whole
-//!   queue until the data path keeps count.
+//!   FI_OPT_MIN_MULTI_RECV; `tx_size_left`/`rx_size_left` report the queue
+//!   size less the operations in flight and the receives posted.
 
 use super::av::Av;
 use super::cntr::Cntr;
@@ -1082,6 +1081,16 @@ unsafe extern "C" fn control(f: *mut fid, command: c_int, arg: *mut c_void) -> c
                 Err(Error::NOSYS)
             }
         }
+    })
+}
+
+/// Validates the endpoint, logs why, and answers -FI_ENOSYS.
+fn ep_nosys(f: *const fid, call: &str, why: &str) -> c_int {
+    slot(call, || {
+        // SAFETY: from_fid checks the object.
+        unsafe { from_fid::<Ep>(f) }?;
+        crate::ox_log!(Warn, EpCtrl, super::NAME, "{call}: {why}");
+        Err(Error::NOSYS)
     })
 }
 

@@ -28,7 +28,7 @@
 //! [`Address::segment_name`], created with `O_EXCL` and mode 0600 when the
 //! endpoint is enabled and unlinked when it closes. Objects left by a process
 //! that died without closing (kill -9) are removed by the next oxshm process
-//! that enables or closes an endpoint ([`reap`]), and by a survivor as soon as
+//! that enables or closes an endpoint ([`reap()`]), and by a survivor as soon as
 //! it notices the death of a peer.
 //!
 //! # The ring

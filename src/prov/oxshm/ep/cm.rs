@@ -1,5 +1,6 @@
-//! The endpoint's `struct fi_ops_cm`: fi_setname and fi_getname; the
-//! connection calls of a connectionless provider answer -FI_ENOSYS.
+//! The endpoint's `struct fi_ops_cm`: fi_setname and fi_getname (and
+//! [`copy_out`], which the AV's fi_av_lookup shares); the connection calls
+//! of a connectionless provider answer -FI_ENOSYS.
 
 use super::*;
 

@@ -21,7 +21,7 @@ pub(super) unsafe extern "C" fn cancel(f: fid_t, context: *mut c_void) -> ssize_
 
 /// An endpoint option and the C type of its value.
 #[derive(Clone, Copy, Debug)]
-pub(super) enum Opt {
+enum Opt {
     MinMultiRecv,
     CmDataSize,
     HmemP2p,
@@ -31,7 +31,7 @@ pub(super) enum Opt {
     Limit(Limit),
 }
 
-pub(super) fn option(optname: c_int) -> Option<Opt> {
+fn option(optname: c_int) -> Option<Opt> {
     Some(match optname {
         FI_OPT_MIN_MULTI_RECV => Opt::MinMultiRecv,
         FI_OPT_CM_DATA_SIZE => Opt::CmDataSize,
@@ -52,7 +52,7 @@ pub(super) fn option(optname: c_int) -> Option<Opt> {
 }
 
 /// The option `optname` at `level`, or -FI_ENOPROTOOPT.
-pub(super) fn known_option(level: c_int, optname: c_int, call: &str) -> Result<Opt> {
+fn known_option(level: c_int, optname: c_int, call: &str) -> Result<Opt> {
     if level != FI_OPT_ENDPOINT {
         crate::ox_log!(
             Warn,
@@ -73,7 +73,7 @@ pub(super) fn known_option(level: c_int, optname: c_int, call: &str) -> Result<O
     })
 }
 
-pub(super) fn p2p_disabled_by_env() -> bool {
+fn p2p_disabled_by_env() -> bool {
     matches!(
         crate::param::get(None, "hmem_disable_p2p"),
         Ok((_, crate::param::Value::Bool(true)))
@@ -81,7 +81,7 @@ pub(super) fn p2p_disabled_by_env() -> bool {
 }
 
 /// A value of an option, as the bytes C reads.
-pub(super) enum OptVal {
+enum OptVal {
     Size(usize),
     Int(c_int),
     Bool(bool),
@@ -304,7 +304,7 @@ pub(super) unsafe extern "C" fn tx_size_left(e: *mut fid_ep) -> ssize_t {
     size_left(e, "fi_tx_size_left", false)
 }
 
-pub(super) fn size_left(e: *mut fid_ep, call: &str, recv: bool) -> ssize_t {
+fn size_left(e: *mut fid_ep, call: &str, recv: bool) -> ssize_t {
     slot_ssize(call, || {
         // SAFETY: from_fid checks the object.
         let ep = unsafe { from_fid::<Ep>(e as *const fid) }?;
@@ -329,14 +329,4 @@ pub(super) fn size_left(e: *mut fid_ep, call: &str, recv: bool) -> ssize_t {
 
 pub(super) unsafe extern "C" fn export_xpu(e: *mut fid_ep, _: u64, _: *mut fid_xpu_ep) -> c_int {
     ep_nosys(e as *const fid, "fi_export_xpu", "oxshm has no XPU support")
-}
-
-/// Validates the endpoint, logs why, and answers -FI_ENOSYS.
-pub(super) fn ep_nosys(f: *const fid, call: &str, why: &str) -> c_int {
-    slot(call, || {
-        // SAFETY: from_fid checks the object.
-        unsafe { from_fid::<Ep>(f) }?;
-        crate::ox_log!(Warn, EpCtrl, crate::prov::oxshm::NAME, "{call}: {why}");
-        Err(Error::NOSYS)
-    })
 }

@@ -1,11 +1,13 @@
 //! The cache lines of the ring asked for ahead of their use: by the owner,
-//! the message it is about to read and the next one; by a producer, the
-//! cell it will write a few messages on. A prefetch reads nothing and
-//! faults on nothing: none of this changes what the ring holds.
+//! the message it is about to read, the next one, and (for writing) the
+//! cell it has just consumed; by a producer, for writing, the cell it will
+//! write a few messages on. A prefetch reads nothing and faults on
+//! nothing: none of this changes what the ring holds. Every line asked
+//! for lies inside the segment's mapping.
 
-use super::{CELL, CELL_HEAD, SMALL_DATA};
+use super::{CELL, CELLS, CELL_HEAD};
 
-const _: () = assert!(PREFETCH_MAX + CELL_HEAD <= CELL);
+const _: () = assert!(PREFETCH_MAX + CELL_HEAD <= CELL && AHEAD < CELLS as u64);
 
 /// Asks for the first lines of the next cell, as many as the message just
 /// consumed took in place, up to [`PREFETCH_MAX`] bytes (the first line
@@ -23,7 +25,7 @@ pub(super) fn prefetch_next(cell: *mut u8, len: usize) {
     #[cfg(target_arch = "x86_64")]
     for i in 0..(CELL_HEAD + len.min(PREFETCH_MAX)).div_ceil(64) {
         // SAFETY: a prefetch reads nothing and cannot fault; the lines are
-        // inside the cell (PREFETCH_MAX + CELL_HEAD < CELL).
+        // inside the cell (PREFETCH_MAX + CELL_HEAD <= CELL).
         unsafe {
             std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
                 cell.add(64 * i) as *const i8
@@ -73,11 +75,9 @@ pub(super) fn prefetch_rest(msg: *const u8, len: usize) {
     let _ = (msg, len);
 }
 
-/// Lines asked for at the start of each page of a spilled message.
-const PAGE_LINES: usize = 2;
-
-/// Asks for the first [`PAGE_LINES`] lines of each page of a spilled
-/// message after its first, before the handler copies it out. The
+/// Asks for the first two lines of each page of a spilled message after
+/// its first, before the handler copies it out (the second may lie past
+/// the message's end, still inside its spill area). The
 /// hardware's prefetcher follows a copy within a page and starts again at
 /// each page boundary, a few misses late; asked for at once, every page's
 /// start is on its way while the first is copied. Fabtests, alternating
@@ -89,6 +89,7 @@ const PAGE_LINES: usize = 2;
 pub(super) fn prefetch_pages(msg: *const u8, len: usize) {
     #[cfg(target_arch = "x86_64")]
     {
+        const PAGE_LINES: usize = 2;
         let end = msg as usize + len;
         let mut page = (msg as usize & !4095) + 4096;
         while page < end {
@@ -130,7 +131,7 @@ pub(super) const AHEAD: u64 = 4;
 pub(super) fn prefetch_own(cell: *mut u8, room: usize) {
     #[cfg(target_arch = "x86_64")]
     {
-        let lines = if room > SMALL_DATA {
+        let lines = if room > super::SMALL_DATA {
             1
         } else {
             (CELL_HEAD + room).div_ceil(64)

@@ -32,7 +32,7 @@ pub fn reap() -> usize {
 }
 
 /// Removes `/dev/shm/<name>` when its owner (`pid`) is dead.
-pub(super) fn reap_one(name: &str, pid: u32) -> bool {
+fn reap_one(name: &str, pid: u32) -> bool {
     let Ok(c) = CString::new(format!("/{name}")) else {
         return false;
     };

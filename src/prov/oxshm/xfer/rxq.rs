@@ -83,7 +83,7 @@ pub(super) struct Recv {
 
 impl Recv {
     /// A receive with nothing in it yet, written in place and then filled
-    /// ([`Xfer::post_recv`]).
+    /// ([`super::Xfer::post_recv`]).
     pub(super) const VACANT: Recv = Recv {
         tagged: false,
         tag: 0,
