@@ -123,14 +123,19 @@ pub(super) unsafe extern "C" fn connect(
     )
 }
 
-pub(super) unsafe extern "C" fn listen(_: *mut fid_pep) -> c_int {
+/// Logs that oxshm has no passive endpoints and answers -FI_ENOSYS.
+fn no_passive(call: &str) -> c_int {
     crate::ox_log!(
         Warn,
         EpCtrl,
         crate::prov::oxshm::NAME,
-        "fi_listen: oxshm has no passive endpoints"
+        "{call}: oxshm has no passive endpoints"
     );
     Error::NOSYS.code()
+}
+
+pub(super) unsafe extern "C" fn listen(_: *mut fid_pep) -> c_int {
+    no_passive("fi_listen")
 }
 
 pub(super) unsafe extern "C" fn accept(e: *mut fid_ep, _: *const c_void, _: size_t) -> c_int {
@@ -143,13 +148,7 @@ pub(super) unsafe extern "C" fn reject(
     _: *const c_void,
     _: size_t,
 ) -> c_int {
-    crate::ox_log!(
-        Warn,
-        EpCtrl,
-        crate::prov::oxshm::NAME,
-        "fi_reject: oxshm has no passive endpoints"
-    );
-    Error::NOSYS.code()
+    no_passive("fi_reject")
 }
 
 pub(super) unsafe extern "C" fn shutdown(e: *mut fid_ep, _: u64) -> c_int {

@@ -730,3 +730,21 @@ fn every_table_slot_is_set() {
         w(std::mem::size_of::<fi_ops_collective>())
     ));
 }
+
+#[test]
+fn passive_endpoint_calls_answer_enosys() {
+    // SAFETY: neither call reads its arguments: oxshm has no passive
+    // endpoints.
+    unsafe {
+        assert_eq!(listen(std::ptr::null_mut()), Error::NOSYS.code());
+        assert_eq!(
+            reject(
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                0
+            ),
+            Error::NOSYS.code()
+        );
+    }
+}
