@@ -71,6 +71,7 @@ use super::ep::Address;
 use crate::error::{Error, Result};
 use std::ffi::CString;
 use std::sync::atomic::{compiler_fence, fence, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 mod fence;
@@ -216,6 +217,12 @@ pub struct Segment {
     /// written by the one consumer).
     held: AtomicU64,
     wake: Wake,
+    /// Producer side: the count of inbox passes that handled a message,
+    /// kept by the endpoint that sends through this segment
+    /// ([`Segment::watch`]), and its value at the last claim: a claim
+    /// with none handled since is part of a stream ([`Segment::claim`]).
+    handled: Option<Arc<AtomicU64>>,
+    handled_at_claim: AtomicU64,
 }
 
 /// A claimed ring position ([`Segment::claim`]).
@@ -510,6 +517,8 @@ impl Segment {
             empty_polls: AtomicU32::new(0),
             held: AtomicU64::new(0),
             wake: Wake::None,
+            handled: None,
+            handled_at_claim: AtomicU64::new(u64::MAX),
         })
     }
 
@@ -611,6 +620,32 @@ impl Segment {
         Ok(())
     }
 
+    /// Producer side: counts the sending endpoint's inbox passes that
+    /// handled a message into `handled`, to tell streams from exchanges.
+    pub fn watch(&mut self, handled: Arc<AtomicU64>) {
+        self.handled = Some(handled);
+    }
+
+    /// Whether this claim follows the sender's previous claim here with no
+    /// message handled between them: a stream, whose producer runs ahead
+    /// of the owner, rather than an exchange, where the owner has caught
+    /// up and polls the cells this producer would ask for ahead
+    /// ([`prefetch_own`]). Unwatched segments count as streams. Threads
+    /// sending through one segment at once may blur it; it only decides a
+    /// prefetch.
+    #[inline(always)]
+    fn streaming(&self) -> bool {
+        let Some(h) = &self.handled else {
+            return true;
+        };
+        let now = h.load(Ordering::Relaxed);
+        let before = self.handled_at_claim.load(Ordering::Relaxed);
+        if before != now {
+            self.handled_at_claim.store(now, Ordering::Relaxed);
+        }
+        before == now
+    }
+
     /// Claims a cell of this (peer's) ring for a message of up to `room`
     /// bytes, which the caller writes into [`Claim::data`] and publishes
     /// with [`Claim::commit`] (a claim dropped without it publishes an
@@ -644,7 +679,9 @@ impl Segment {
             }
         }
         self.cell_head(pos).pid.store(my_pid(), Ordering::Relaxed);
-        prefetch_own(self.cell(pos + AHEAD), room);
+        if self.streaming() {
+            prefetch_own(self.cell(pos + AHEAD), room);
+        }
         Ok(Claim {
             seg: self,
             pos,

@@ -602,6 +602,10 @@ pub struct Xfer {
     auth: Vec<u8>,
     /// One drainer of the inbox at a time.
     drain: Lock<()>,
+    /// Passes over the inbox that handled a message (written by the
+    /// drainer): the peers' segments read it to tell a stream of sends
+    /// from an exchange ([`Segment::watch`]).
+    handled: Arc<AtomicU64>,
     /// Application calls that drove progress (a count, not a time: reading
     /// the clock on every poll costs more than the poll).
     app_polls: AtomicU64,
@@ -770,6 +774,7 @@ impl Xfer {
                 .or_else(|| ep.domain().auth_key.clone())
                 .unwrap_or_default(),
             drain: Lock::new(()),
+            handled: Arc::new(AtomicU64::new(0)),
             app_polls: AtomicU64::new(0),
             handed_off: AtomicBool::new(false),
             stop: AtomicBool::new(false),
@@ -1096,6 +1101,11 @@ impl Xfer {
             self.flush_held();
             self.flush_held_grants();
         }
+        if n > 0 {
+            // Under the drain lock: one writer.
+            let h = self.handled.load(Ordering::Relaxed);
+            self.handled.store(h.wrapping_add(1), Ordering::Relaxed);
+        }
         n
     }
 
@@ -1108,7 +1118,7 @@ impl Xfer {
         if self.is_dead(a) {
             return Err(Error::HOSTUNREACH);
         }
-        let seg = Segment::open(a).map_err(|e| {
+        let mut seg = Segment::open(a).map_err(|e| {
             crate::ox_log!(
                 Warn,
                 EpData,
@@ -1117,6 +1127,7 @@ impl Xfer {
             );
             Error::HOSTUNREACH
         })?;
+        seg.watch(Arc::clone(&self.handled));
         let cma = seg.cma_permitted();
         if !cma {
             crate::ox_log!(

@@ -127,6 +127,22 @@ pub(super) const AHEAD: u64 = 4;
 /// `fi_rdm_pingpong` 64 bytes 0.35 us against 0.38. Asking for the next
 /// position instead slowed the 8-byte ping-pong by 0.07 us. The owner
 /// asks for a consumed cell's first line the same way ([`super::Segment::recv`]).
+///
+/// Only within a stream ([`super::Segment::streaming`]). On the Intel
+/// host a line held for writing by one CPU is taken away from it when
+/// another CPU reads it (measured with two threads: the first CPU's next
+/// read of a line it had written, or only asked for with PREFETCHW, took
+/// ~240 cycles after the other read it, ~45 when it had only read it).
+/// In an exchange the owner polls each cell before its producer claims
+/// it, so the line asked for ahead had left again by then, and whether
+/// the claim found it back depended on where the linker placed the code
+/// (the hardware's own prefetches): `fi_rdm_pingpong` 8 bytes took 0.28
+/// or 0.33-0.37 us across 7 builds of the same source with functions or
+/// loops aligned differently, and 0.28-0.31 in all of them without the
+/// prefetch. Within streams, where the producer runs ahead of the
+/// owner, it stays (64 bytes, 5 alternating rounds: `fi_rma_bw -o
+/// write` 526 MB/s against 508 asking always, `fi_rdm_bw` 668 against
+/// 658, `fi_rdm_tagged_bw` 671 against 637).
 #[inline(always)]
 pub(super) fn prefetch_own(cell: *mut u8, room: usize) {
     #[cfg(target_arch = "x86_64")]

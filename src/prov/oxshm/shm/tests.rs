@@ -331,3 +331,26 @@ fn this_process_is_alive_and_pid_reuse_is_told_apart() {
     assert!(alive(me, t));
     assert!(!alive(me, t + 1));
 }
+
+/// A producer asks for cells ahead only within a stream: claims with no
+/// message handled between them by the sending endpoint. A claim after
+/// one is handled (an exchange, where the owner polls the next cells)
+/// does not; an unwatched segment always does.
+#[test]
+fn claims_count_as_a_stream_until_the_sender_handles_a_message() {
+    let a = addr(47);
+    let own = Segment::create(&a, None).unwrap();
+    let mut peer = Segment::open(&a).unwrap();
+    assert!(peer.streaming() && peer.streaming());
+    let handled = Arc::new(AtomicU64::new(7));
+    peer.watch(Arc::clone(&handled));
+    assert!(!peer.streaming(), "the first claim follows nothing");
+    assert!(peer.streaming());
+    assert!(peer.streaming());
+    handled.store(8, Ordering::Relaxed);
+    assert!(!peer.streaming(), "a message was handled in between");
+    assert!(peer.streaming());
+    // The decision changes no cell: messages still go through.
+    peer.send(&[b"x"], Urgency::Request).unwrap();
+    assert!(own.recv(|_, m| assert_eq!(m, b"x")));
+}
