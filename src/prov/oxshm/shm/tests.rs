@@ -354,3 +354,66 @@ fn claims_count_as_a_stream_until_the_sender_handles_a_message() {
     peer.send(&[b"x"], Urgency::Request).unwrap();
     assert!(own.recv(|_, m| assert_eq!(m, b"x")));
 }
+
+/// What a producer learns from the owner's `head` holds at every step:
+/// every position below the bound (and not yet claimed) finds its cell
+/// given back for its lap, whatever the owner holds back, through
+/// several laps of sends and receives in uneven runs.
+#[test]
+fn positions_below_the_learnt_bound_find_their_cells_given_back() {
+    let a = addr(48);
+    let own = Segment::create(&a, None).unwrap();
+    let peer = Segment::open(&a).unwrap();
+    let (mut sent, mut got) = (0u64, 0u64);
+    let mut step = 0u64;
+    while got < 5 * CELLS as u64 {
+        step += 1;
+        // Sends in runs of 1 to 7, receives in runs of 1 to 5.
+        for _ in 0..(step % 7 + 1) {
+            if peer.send(&[&sent.to_ne_bytes()], Urgency::Request).is_ok() {
+                sent += 1;
+            }
+        }
+        for _ in 0..(step * 3 % 5 + 1) {
+            own.recv(|_, m| {
+                assert_eq!(m, got.to_ne_bytes(), "in order, none lost");
+                got += 1;
+            });
+        }
+        peer.learn_free(peer.hdr());
+        let tail = peer.hdr().tail.load(Ordering::Relaxed);
+        for p in tail..peer.free_until.load(Ordering::Relaxed) {
+            assert_eq!(
+                peer.cell_head(p).seq.load(Ordering::Relaxed),
+                p,
+                "position {p} (tail {tail}) is below the bound but its cell is not given back"
+            );
+        }
+    }
+}
+
+/// A dead producer's claim, skipped by the owner, goes back after the
+/// cell the owner still holds: cells go back in order, which is what
+/// producers' bounds count on.
+#[test]
+fn a_skipped_claim_gives_back_the_held_cell_first() {
+    let a = addr(49);
+    let own = Segment::create(&a, None).unwrap();
+    let peer = Segment::open(&a).unwrap();
+    peer.send(&[b"a"], Urgency::Request).unwrap();
+    assert!(own.recv(|_, m| assert_eq!(m, b"a")));
+    assert_ne!(
+        own.held.load(Ordering::Relaxed),
+        0,
+        "the consumed cell is held"
+    );
+    let dead = peer.hdr().tail.fetch_add(1, Ordering::Relaxed);
+    own.free(dead);
+    assert_eq!(own.held.load(Ordering::Relaxed), 0);
+    assert_eq!(own.cell_head(0).seq.load(Ordering::Relaxed), CELLS as u64);
+    assert_eq!(
+        own.cell_head(dead).seq.load(Ordering::Relaxed),
+        dead + CELLS as u64
+    );
+    assert_eq!(own.hdr().head.load(Ordering::Relaxed), dead + 1);
+}
