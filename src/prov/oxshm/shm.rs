@@ -38,7 +38,10 @@
 //! publishes it by storing `p + 1`; the owner consumes cell `p` when its word
 //! is `p + 1` and frees it by storing `p + CELLS`, one message late (it
 //! holds the last cell it consumed until the next message or an empty look
-//! at the ring: see [`Segment::recv`]). A full ring is -FI_EAGAIN to the
+//! at the ring: see [`Segment::recv`]), always in order. So a producer
+//! that reads the owner's `head` knows every position below `head + CELLS
+//! - 2` finds its cell freed, and claims those by the CAS alone, without
+//! reading the cell ([`Segment::claim`]). A full ring is -FI_EAGAIN to the
 //! sender. A producer that died between its claim and its
 //! publication would stall the owner: a cell that stays claimed for
 //! [`STALL`] while its producer is dead (or never wrote its pid) is skipped.
