@@ -674,40 +674,28 @@ impl Segment {
         let h = self.header();
         let mut pos = h.tail.load(Ordering::Relaxed);
         loop {
-            if pos >= self.free_until.load(Ordering::Relaxed) {
-                self.learn_free(h);
+            let mut free = self.free_until.load(Ordering::Relaxed);
+            if pos >= free {
+                free = self.learn_free(h);
             }
-            if pos < self.free_until.load(Ordering::Relaxed) {
-                match h.tail.compare_exchange_weak(
-                    pos,
-                    pos + 1,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                ) {
-                    Ok(_) => break,
-                    Err(p) => {
-                        pos = p;
-                        continue;
-                    }
+            if pos >= free {
+                let seq = self.cell_head(pos).seq.load(Ordering::Acquire);
+                let dif = seq.wrapping_sub(pos) as i64;
+                if dif < 0 {
+                    return Err(Error::AGAIN);
+                }
+                if dif > 0 {
+                    // Claimed by another producer since `tail` was read.
+                    pos = h.tail.load(Ordering::Relaxed);
+                    continue;
                 }
             }
-            let c = self.cell_head(pos);
-            let seq = c.seq.load(Ordering::Acquire);
-            let dif = seq.wrapping_sub(pos) as i64;
-            if dif == 0 {
-                match h.tail.compare_exchange_weak(
-                    pos,
-                    pos + 1,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                ) {
-                    Ok(_) => break,
-                    Err(p) => pos = p,
-                }
-            } else if dif < 0 {
-                return Err(Error::AGAIN);
-            } else {
-                pos = h.tail.load(Ordering::Relaxed);
+            match h
+                .tail
+                .compare_exchange_weak(pos, pos + 1, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => break,
+                Err(p) => pos = p,
             }
         }
         self.cell_head(pos).pid.store(my_pid(), Ordering::Relaxed);
@@ -731,13 +719,17 @@ impl Segment {
     /// (the first lap's cells start given back). Reading `head` takes its
     /// line from the owner: done once per CELLS - 2 claims at most while
     /// the owner keeps up, and on every claim of a full ring.
+    /// Returns the bound now known.
     #[cold]
     #[inline(never)]
-    fn learn_free(&self, h: &Header) {
+    fn learn_free(&self, h: &Header) -> u64 {
         let bound = h.head.load(Ordering::Acquire) + CELLS as u64 - 2;
-        if bound > self.free_until.load(Ordering::Relaxed) {
+        let known = self.free_until.load(Ordering::Relaxed);
+        if bound > known {
             self.free_until.store(bound, Ordering::Relaxed);
+            return bound;
         }
+        known
     }
 
     /// Publishes the message of claimed position `pos` (`len` bytes) and

@@ -380,7 +380,8 @@ fn positions_below_the_learnt_bound_find_their_cells_given_back() {
                 got += 1;
             });
         }
-        peer.learn_free(peer.hdr());
+        let bound = peer.learn_free(peer.hdr());
+        assert_eq!(bound, peer.free_until.load(Ordering::Relaxed));
         let tail = peer.hdr().tail.load(Ordering::Relaxed);
         for p in tail..peer.free_until.load(Ordering::Relaxed) {
             assert_eq!(
