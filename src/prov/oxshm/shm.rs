@@ -674,7 +674,9 @@ impl Segment {
         let h = self.header();
         let mut pos = h.tail.load(Ordering::Relaxed);
         loop {
-            let mut free = self.free_until.load(Ordering::Relaxed);
+            // Acquire: with learn_free's Release, the bound another thread
+            // learnt carries the owner's give-backs to this one's stores.
+            let mut free = self.free_until.load(Ordering::Acquire);
             if pos >= free {
                 free = self.learn_free(h);
             }
@@ -724,9 +726,9 @@ impl Segment {
     #[inline(never)]
     fn learn_free(&self, h: &Header) -> u64 {
         let bound = h.head.load(Ordering::Acquire) + CELLS as u64 - 2;
-        let known = self.free_until.load(Ordering::Relaxed);
+        let known = self.free_until.load(Ordering::Acquire);
         if bound > known {
-            self.free_until.store(bound, Ordering::Relaxed);
+            self.free_until.store(bound, Ordering::Release);
             return bound;
         }
         known
