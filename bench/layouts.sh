@@ -45,12 +45,10 @@ BUILD=$BUILD bash bench/up21.sh >/dev/null
 }
 for l in $LAYOUTS; do
 	mkdir -p "$OUT/$l"
-	RUSTFLAGS="$(flags_of "$l")" cargo build -q --release --features symver --lib \
-		--target-dir target/layouts
-	${CC:-cc} -shared -fPIC -O2 -o "$OUT/$l/libfabric.so.1" src/capi/variadic.c \
-		-Wl,--whole-archive target/layouts/release/liboxfabric.a -Wl,--no-whole-archive \
-		-Wl,--version-script=fabric.map -Wl,-soname,libfabric.so.1 \
-		-Wl,--gc-sections -Wl,-z,defs -lpthread -ldl -lm -lgcc_s -lc
+	# The Makefile's own link, from a static library built in target/layouts.
+	RUSTFLAGS="$(flags_of "$l")" CARGO_TARGET_DIR=target/layouts make -s \
+		STATICLIB=target/layouts/release/liboxfabric.a LIB="$OUT/$l/libfabric.so.1" \
+		"$OUT/$l/libfabric.so.1" >/dev/null
 done
 
 . bench/stale_shm.sh
