@@ -46,6 +46,10 @@ static int peer_pipes[2][2];
  * set it before peer_open (test_wait.c does). */
 static enum fi_wait_obj peer_wait_obj = FI_WAIT_UNSPEC;
 
+/* The threading model peer_open_ep asks for; a case may set it before
+ * peer_open (test_threading.c does). */
+static enum fi_threading peer_threading = FI_THREAD_UNSPEC;
+
 /* Counters peer_open_ep leaves out (bit i: counter i); a case may set it
  * before peer_open. */
 static unsigned peer_skip_cntrs;
@@ -143,6 +147,7 @@ static inline int peer_open_ep(struct peer *p, int mr_mode, uint64_t caps)
 				 FI_DIRECTED_RECV | FI_SOURCE;
 	h->ep_attr->type = FI_EP_RDM;
 	h->domain_attr->mr_mode = mr_mode;
+	h->domain_attr->threading = peer_threading;
 	CHECK_OK(fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), NULL,
 			    NULL, 0, h, &p->info));
 	fi_freeinfo(h);

@@ -730,19 +730,22 @@ pub unsafe extern "C" fn open(
             wait: at.wait,
             wait_cond: at.wait_cond,
             wfd,
-            q: super::lock::Lock::new(Queues {
-                ok: VecDeque::with_capacity(at.size.min(DEFAULT_SIZE)),
-                errs: VecDeque::new(),
-                next_seq: 0,
-                last_err_data: Vec::new(),
-                overrun: Overrun::No,
-                signal: false,
-                fd_set: false,
-                sleep_set: false,
-                waiters: 0,
-                woken_at: None,
-                fd_holds: 0,
-            }),
+            q: super::lock::Lock::serialized(
+                Queues {
+                    ok: VecDeque::with_capacity(at.size.min(DEFAULT_SIZE)),
+                    errs: VecDeque::new(),
+                    next_seq: 0,
+                    last_err_data: Vec::new(),
+                    overrun: Overrun::No,
+                    signal: false,
+                    fd_set: false,
+                    sleep_set: false,
+                    waiters: 0,
+                    woken_at: None,
+                    fd_holds: 0,
+                },
+                d.serial.as_ref(),
+            ),
             sleeper: OnceLock::new(),
             busy_hint: AtomicBool::new(false),
             spin: Spin::default(),
@@ -1413,6 +1416,9 @@ unsafe extern "C" fn signal(cq: *mut fid_cq) -> c_int {
             );
             return Err(Error::NOSYS);
         }
+        // Called to wake a thread asleep in fi_cq_sread: from another
+        // thread, outside the application's serialization of the domain.
+        let _out = c.domain().serial.as_ref().map(|s| s.exclude());
         let mut q = c.lock();
         q.signal = true;
         c.wake(q);

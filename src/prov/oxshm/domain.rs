@@ -33,6 +33,11 @@ pub struct Domain {
     pub av_auth_key: bool,
     /// The domain's authorization key (used when a registration has none).
     pub auth_key: Option<Vec<u8>>,
+    /// Opened with FI_THREAD_DOMAIN (and `FI_OXSHM_SERIAL` not 0): the
+    /// application's thread takes the per-message locks of the domain's
+    /// endpoints and CQs without locked instructions while no progress
+    /// thread is busy ([`super::lock::Serial`]).
+    pub serial: Option<std::sync::Arc<super::lock::Serial>>,
     /// The registry's digest of `auth_key`, computed once.
     pub auth_digest: Option<u64>,
     /// What every registration's flags start from, given `mr_mode`
@@ -125,6 +130,21 @@ pub unsafe fn open(
     // SAFETY: per the function contract.
     let (attr, caps) = unsafe { ((*info).domain_attr, (*info).caps) };
     let mut hmem = caps & FI_HMEM != 0;
+    // SAFETY: threading is in every layout of a non-NULL domain_attr.
+    let threading = if attr.is_null() {
+        0
+    } else {
+        unsafe { (*attr).threading }
+    };
+    let serial = serialized(threading).then(|| {
+        crate::ox_log!(
+            Info,
+            Domain,
+            super::NAME,
+            "FI_THREAD_DOMAIN: the application's thread takes the domain's locks without locked instructions while no progress thread is busy"
+        );
+        Default::default()
+    });
     let mut av_auth_key = false;
     let mut auth_key = None;
     let (mut mr_mode, iov_limit) = if attr.is_null() {
@@ -252,6 +272,7 @@ pub unsafe fn open(
         hmem,
         av_auth_key,
         auth_key,
+        serial,
         auth_digest,
         reg_flags,
         failures: AtomicU64::new(0),
@@ -266,6 +287,17 @@ pub unsafe fn open(
         table,
     });
     Ok(Box::into_raw(d) as *mut fid_domain)
+}
+
+/// Whether a domain opened with `threading` is serialized by the
+/// application ([`super::lock::Serial`]): FI_THREAD_DOMAIN, where the
+/// asymmetric fence is available, unless `FI_OXSHM_SERIAL=0`.
+fn serialized(threading: u32) -> bool {
+    static ON: once_cell::sync::Lazy<bool> =
+        once_cell::sync::Lazy::new(|| std::env::var("FI_OXSHM_SERIAL").map_or(true, |v| v != "0"));
+    threading == crate::abi::fabric::fi_threading::FI_THREAD_DOMAIN as u32
+        && *ON
+        && super::lock::Serial::available()
 }
 
 impl Domain {
@@ -364,6 +396,10 @@ impl Domain {
                 // An access may be a shared copy whose initiator died: the
                 // peer check (rate-limited) ends it, whichever thread runs.
                 if spins % 64 == 0 {
+                    // An outsider to the serialization: a region's close
+                    // comes from the application, but nothing here needs
+                    // its thread to be the domain's (it holds no lock).
+                    let _out = self.serial.as_deref().map(super::lock::Serial::exclude);
                     let v = self.xfers.read().unwrap_or_else(|e| e.into_inner());
                     for x in v.iter() {
                         x.maybe_check_peers();

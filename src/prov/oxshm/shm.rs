@@ -84,7 +84,7 @@ mod reap;
 pub(crate) mod tests;
 mod wake;
 
-pub(super) use fence::{asym, heavy_fence};
+pub(super) use fence::{asym, heavy_fence, process_fence};
 use fence::{futex_wait, futex_wake};
 use prefetch::{prefetch_next, prefetch_own, prefetch_pages, prefetch_rest, AHEAD};
 pub use reap::{reap, reap_peer};

@@ -101,7 +101,7 @@ use super::cq::{Completion, Cq, ErrCompletion};
 use super::domain::Domain;
 use super::ep::{Address, Ep};
 use super::fault;
-use super::lock::{Lock, LockGuard};
+use super::lock::{Excluded, Lock, LockGuard, Serial};
 use super::mr::Iovs;
 use super::shm::{self, Segment, Urgency, CELL_DATA};
 use crate::abi::fabric::*;
@@ -758,22 +758,23 @@ impl Xfer {
         shm::reap();
         allow_peers_cma();
         let inbox = Segment::create(&addr, Self::direct_table(ep))?;
+        let serial = ep.domain().serial.as_ref();
         let x = Arc::new(Xfer {
             addr,
             inbox,
             ep,
             domain: ep.domain(),
-            peers: Lock::new(PeerMap::default()),
+            peers: Lock::serialized(PeerMap::default(), serial),
             dead: Mutex::new(Default::default()),
-            pend: Lock::new(PendTable::default()),
-            rx: Lock::new(Rx::default()),
-            deferred: Lock::new(VecDeque::new()),
+            pend: Lock::serialized(PendTable::default(), serial),
+            rx: Lock::serialized(Rx::default(), serial),
+            deferred: Lock::serialized(VecDeque::new(), serial),
             auth: ep
                 .auth_key
                 .clone()
                 .or_else(|| ep.domain().auth_key.clone())
                 .unwrap_or_default(),
-            drain: Lock::new(()),
+            drain: Lock::serialized((), serial),
             handled: Arc::new(AtomicU64::new(0)),
             app_polls: AtomicU64::new(0),
             handed_off: AtomicBool::new(false),
@@ -781,14 +782,14 @@ impl Xfer {
             thread: Mutex::new(None),
             waker: std::sync::OnceLock::new(),
             last_check: Mutex::new(Instant::now()),
-            grants: Lock::new(HashMap::new()),
-            held: Lock::new(Vec::new()),
-            held_grants: Lock::new(Vec::new()),
+            grants: Lock::serialized(HashMap::new(), serial),
+            held: Lock::serialized(Vec::new(), serial),
+            held_grants: Lock::serialized(Vec::new(), serial),
             next_grant: AtomicU64::new(1),
-            tuner: Lock::new(tune::Tuner::new(*SHARE_POLICY)),
+            tuner: Lock::serialized(tune::Tuner::new(*SHARE_POLICY), serial),
             last_big: AtomicU64::new(0),
-            inbound: Lock::new(HashMap::new()),
-            outbound: Lock::new(Vec::new()),
+            inbound: Lock::serialized(HashMap::new(), serial),
+            outbound: Lock::serialized(Vec::new(), serial),
             has_deferred: AtomicBool::new(false),
             has_outbound: AtomicBool::new(false),
             stranded: AtomicBool::new(false),
@@ -867,8 +868,22 @@ impl Xfer {
 
     fn run(self: Arc<Xfer>) {
         let mut seen = 0;
+        // Held while the thread is busy, dropped before it parks or sleeps:
+        // in a domain the application serializes, the thread is an
+        // outsider ([`super::lock::Serial`]) and must announce itself
+        // before it takes any lock.
+        let serial = self.domain().serial.as_deref();
+        let mut out = None;
+        fn busy<'a>(s: Option<&'a Serial>, out: &mut Option<Excluded<'a>>) {
+            if out.is_none() {
+                *out = s.map(Serial::exclude);
+            }
+        }
         while !self.stop.load(Ordering::Acquire) {
-            self.maybe_check_peers();
+            if self.peer_check_due() {
+                busy(serial, &mut out);
+                self.check_peers();
+            }
             // While the application polls, the inbox is its to drain: the
             // thread stays off the CPUs and only steps in when the polling
             // stops for APP_POLL_GRACE, or when the application hands the
@@ -879,9 +894,11 @@ impl Xfer {
             } else if self.app_active(&mut seen) {
                 // Messages may well be pending: the application is
                 // draining them.
+                out = None;
                 std::thread::park_timeout(APP_POLL_GRACE);
                 continue;
             }
+            busy(serial, &mut out);
             match self.drain_once(false) {
                 Some(0) => {}
                 Some(_) => continue,
@@ -893,6 +910,7 @@ impl Xfer {
                     if handed {
                         self.handed_off.store(true, Ordering::SeqCst);
                     }
+                    out = None;
                     std::thread::park_timeout(APP_POLL_GRACE);
                     continue;
                 }
@@ -911,6 +929,7 @@ impl Xfer {
             // Staged pieces wait for room in a peer's ring, which its
             // owner frees without telling us: look again shortly.
             if !lock(&self.outbound).is_empty() {
+                out = None;
                 std::thread::sleep(Duration::from_micros(20));
                 continue;
             }
@@ -920,6 +939,7 @@ impl Xfer {
             } else {
                 Duration::from_millis(200)
             };
+            out = None;
             self.inbox.sleep(t);
         }
     }
@@ -1169,15 +1189,24 @@ impl Xfer {
 
     /// Runs [`Xfer::check_peers`] if no thread did for [`PEER_CHECK`].
     pub fn maybe_check_peers(&self) {
-        let Ok(mut last) = self.last_check.try_lock() else {
-            return;
-        };
-        if last.elapsed() >= PEER_CHECK {
-            *last = Instant::now();
-            drop(last);
-            fault::check();
+        if self.peer_check_due() {
             self.check_peers();
         }
+    }
+
+    /// Whether the peers are due a check ([`PEER_CHECK`]); if so, the
+    /// caller checks them (the time is taken as the check's).
+    fn peer_check_due(&self) -> bool {
+        let Ok(mut last) = self.last_check.try_lock() else {
+            return false;
+        };
+        if last.elapsed() < PEER_CHECK {
+            return false;
+        }
+        *last = Instant::now();
+        drop(last);
+        fault::check();
+        true
     }
 
     /// Fails the operations owed by peers that died or closed.
