@@ -187,6 +187,9 @@ pub static DIRECT: once_cell::sync::Lazy<bool> =
 /// `FI_OXSHM_SHARE`, read once ([`tune`]).
 static SHARE_POLICY: once_cell::sync::Lazy<tune::Policy> =
     once_cell::sync::Lazy::new(tune::Policy::from_env);
+/// `FI_OXSHM_SINGLE`, read once ([`Xfer::stream_single`]).
+static SINGLE_POLICY: once_cell::sync::Lazy<tune::Policy> =
+    once_cell::sync::Lazy::new(|| tune::Policy::from_var("FI_OXSHM_SINGLE"));
 /// Most target pieces a grant carries (more: the target copies it all).
 const GRANT_PIECES: usize = 64;
 
@@ -633,6 +636,10 @@ pub struct Xfer {
     next_grant: AtomicU64,
     /// Whether shared copies pay on this machine ([`tune`]).
     tuner: Lock<tune::Tuner>,
+    /// Whether a stream's sends of [`LONE_MIN`] to [`INLINE`] bytes go
+    /// faster as one cross-memory copy by the target than through the
+    /// ring ([`Xfer::stream_single`]).
+    single: Lock<tune::Chooser>,
     /// When the last RMA transfer from [`super::direct::SPLIT_FROM`] was
     /// posted or copied (ns): a stream of them goes direct.
     last_big: AtomicU64,
@@ -787,6 +794,7 @@ impl Xfer {
             held_grants: Lock::serialized(Vec::new(), serial),
             next_grant: AtomicU64::new(1),
             tuner: Lock::serialized(tune::Tuner::new(*SHARE_POLICY), serial),
+            single: Lock::serialized(tune::Chooser::new(*SINGLE_POLICY), serial),
             last_big: AtomicU64::new(0),
             inbound: Lock::serialized(HashMap::new(), serial),
             outbound: Lock::serialized(Vec::new(), serial),
@@ -976,6 +984,24 @@ impl Xfer {
             self.inflight.load(Ordering::Acquire),
             self.polled_since(true),
         )
+    }
+
+    /// Whether a send of `len` bytes of a stream (not lone) to a peer that
+    /// `cma` says is reachable by cross-memory copies goes as one copy by
+    /// the target, as a lone send does, rather than through the ring: from
+    /// [`LONE_MIN`] to [`INLINE`] bytes, as the endpoint's measurements
+    /// say (`FI_OXSHM_SINGLE`: `1` always, `0` never). The ring's two
+    /// copies move every line of the message between the two CPUs' caches;
+    /// one copy by the target reads a send buffer that a benchmark reuses
+    /// from its own cache. On the Intel host of 2026-12-06,
+    /// `fi_rdm_bw -S 16384` ran at 18.7 GB/s through the ring against
+    /// upstream's 17.0 (one copy by the target) on the host's fast level,
+    /// and at 11.1 against 15.3 one copy (upstream 15.6) on its slow
+    /// level: which is faster depends on the machine's state, so the
+    /// endpoint measures ([`tune::Chooser`]). Counts the send.
+    fn stream_single(&self, len: usize, cma: bool) -> bool {
+        cma && (LONE_MIN..=INLINE).contains(&len)
+            && lock(&self.single).second(len as u64, tune::now_ns())
     }
 
     /// [`Xfer::is_lone`] without noting anything, for the short path to

@@ -10,6 +10,13 @@ impl Xfer {
     /// Posts a transmit operation. -FI_EAGAIN when the queue or the peer's
     /// inbox is full (after driving progress once).
     pub fn post(&self, p: &Post<'_>) -> Result<()> {
+        self.post_as(p, None)
+    }
+
+    /// [`Xfer::post`]; `single`: whether a send of a stream goes as one
+    /// copy by the target, when the caller asked [`Xfer::stream_single`]
+    /// already (None: asked here).
+    fn post_as(&self, p: &Post<'_>, single: Option<bool>) -> Result<()> {
         let dest = self.resolve(p.dest)?;
         let ep = self.ep();
         if self.inflight.load(Ordering::Acquire) >= ep.tx_size {
@@ -72,14 +79,14 @@ impl Xfer {
             }
             _ => {}
         }
-        // A lone send goes as one cross-memory copy (`lone_send`).
-        let lone = matches!(p.kind, OpKind::Send { .. })
-            && !inject
-            && len as usize >= LONE_MIN
-            && self.is_lone(
-                len as usize,
-                lock(&self.peers).get(&dest).is_some_and(|p| p.cma),
-            );
+        // A lone send goes as one cross-memory copy (`lone_send`), and so
+        // does a stream's where that measures faster (`stream_single`).
+        let lone =
+            matches!(p.kind, OpKind::Send { .. }) && !inject && len as usize >= LONE_MIN && {
+                let cma = lock(&self.peers).get(&dest).is_some_and(|p| p.cma);
+                self.is_lone(len as usize, cma)
+                    || single.unwrap_or_else(|| self.stream_single(len as usize, cma))
+            };
         let inline = match p.kind {
             OpKind::Read => len as usize <= INLINE,
             OpKind::Atomic { .. } => true,
@@ -382,10 +389,33 @@ impl Xfer {
         let report = self.tx_reports(q.silent, q.flags);
         let mut peers = lock(&self.peers);
         let peer = peers.get_cached(&dest)?;
-        // A send that may be lone is left to `post`, which decides.
-        if q.write.is_none() && !q.silent && q.len >= LONE_MIN && self.may_be_lone(q.len, peer.cma)
-        {
-            return None;
+        // A send that may be lone is left to `post`, which decides; one of
+        // a stream that goes as one copy by the target is posted there.
+        if q.write.is_none() && !q.silent && q.len >= LONE_MIN {
+            if self.may_be_lone(q.len, peer.cma) {
+                return None;
+            }
+            if self.stream_single(q.len, peer.cma) {
+                drop(peers);
+                let local = [(q.buf as u64, q.len as u64)];
+                let p = Post {
+                    dest: q.dest,
+                    kind: OpKind::Send {
+                        tagged: q.tagged,
+                        tag: q.tag,
+                    },
+                    local: &local,
+                    result: &[],
+                    compare: &[],
+                    addr: 0,
+                    key: 0,
+                    data: q.data,
+                    flags: q.flags,
+                    silent: q.silent,
+                    context: q.context,
+                };
+                return Some(self.post_as(&p, Some(true)));
+            }
         }
         let (kind, cntr) = match q.write {
             Some(_) => (OpKind::Write, C_WRITE),
