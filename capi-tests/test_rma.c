@@ -103,9 +103,82 @@ static int wrong_key_is_refused(void)
 	return peer_close(&p, 0);
 }
 
+/*
+ * A stream of fi_writedata of 8-16 KiB (the sizes whose way, through the
+ * ring or one copy by the target, an endpoint measures; FI_OXSHM_SINGLE
+ * fixes it in the env cases): every byte lands where it was aimed, and
+ * the target gets each write's remote CQ data exactly once.
+ */
+enum { WD_N = 192, WD_SLOT = 16384 };
+
+static size_t wd_len(int i)
+{
+	return 8192 + (size_t)(i * 1031) % 8193;
+}
+
+static int writedata_stream(void)
+{
+	struct peer p;
+	CHECK_OK(peer_open(&p, FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY, 0));
+	unsigned char *buf = calloc(WD_N, WD_SLOT);
+	CHECK(buf);
+	int rc = 0;
+	if (p.is_target) {
+		struct fid_mr *mr;
+		CHECK_OK(peer_publish_region(&p, buf, (size_t)WD_N * WD_SLOT, FI_REMOTE_WRITE, &mr));
+		static unsigned char seen[WD_N];
+		for (int k = 0; k < WD_N; k++) {
+			struct fi_cq_tagged_entry e;
+			CHECK_OK(peer_wait(&p, &e, NULL));
+			CHECK(e.flags & FI_REMOTE_CQ_DATA);
+			CHECK(e.data >= 1 && e.data <= WD_N && !seen[e.data - 1]);
+			seen[e.data - 1] = 1;
+		}
+		CHECK_OK(peer_sync(&p)); /* every write completed at the initiator */
+		for (int i = 0; i < WD_N; i++) {
+			rc |= peer_check_fill(buf + (size_t)i * WD_SLOT, wd_len(i), 100u + (unsigned)i);
+			for (size_t b = wd_len(i); b < WD_SLOT; b++)
+				rc |= buf[(size_t)i * WD_SLOT + b] != 0;
+		}
+		CHECK(peer_cntr(&p, C_REMOTE_WRITE) == WD_N);
+		CHECK_OK(fi_close(&mr->fid));
+	} else {
+		struct peer_region r;
+		CHECK(peer_get(&p, &r, sizeof(r)) == 0);
+		for (int i = 0; i < WD_N; i++)
+			peer_fill(buf + (size_t)i * WD_SLOT, wd_len(i), 100u + (unsigned)i);
+		int done = 0;
+		for (int i = 0; i < WD_N; i++) {
+			ssize_t w;
+			while ((w = fi_writedata(p.ep, buf + (size_t)i * WD_SLOT, wd_len(i), NULL,
+						 (uint64_t)i + 1, p.other,
+						 raddr(&p, &r, (uint64_t)i * WD_SLOT), r.key,
+						 NULL)) == -FI_EAGAIN) {
+				struct fi_cq_tagged_entry e;
+				if (fi_cq_read(p.cq, &e, 1) == 1)
+					done++;
+			}
+			CHECK_OK(w);
+		}
+		while (done < WD_N) {
+			struct fi_cq_tagged_entry e;
+			CHECK_OK(peer_wait(&p, &e, NULL));
+			CHECK(e.flags == (FI_RMA | FI_WRITE));
+			done++;
+		}
+		CHECK(peer_cntr(&p, C_WRITE) == WD_N);
+		CHECK_OK(peer_sync(&p));
+	}
+	free(buf);
+	return peer_close(&p, rc);
+}
+
 static const struct test_case cases[] = {
 	CASE(sizes_roundtrip),
 	CASE(wrong_key_is_refused),
+	CASE(writedata_stream),
+	CASE_ENV(writedata_stream, "FI_OXSHM_SINGLE=1"),
+	CASE_ENV(writedata_stream, "FI_OXSHM_SINGLE=0"),
 };
 
 TEST_MAIN(cases)

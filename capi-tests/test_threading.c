@@ -13,8 +13,9 @@
 #include <pthread.h>
 
 enum { ROUNDS = 48, BURST = 24, MAXLEN = 70000 };
-/* Inline, one cell chain, above the inject size, a cross-memory copy. */
-static const size_t lens[] = { 8, 64, 1000, 5000, MAXLEN };
+/* Inline, one cell chain, above the inject size, the sizes whose way an
+ * endpoint measures (ring or one copy by the target), a cross-memory copy. */
+static const size_t lens[] = { 8, 64, 1000, 5000, 12000, MAXLEN };
 enum { NLENS = sizeof(lens) / sizeof(lens[0]) };
 
 static void pause_ms(long ms)
@@ -296,6 +297,7 @@ static const struct test_case cases[] = {
 	CASE(domain_threading_is_kept),
 	CASE(unknown_threading_is_refused),
 	CASE(stream_across_progress_thread_handovers),
+	CASE_ENV(stream_across_progress_thread_handovers, "FI_OXSHM_SINGLE=0"),
 	CASE(shared_cq_of_two_endpoints),
 	CASE(cq_signal_from_another_thread),
 };

@@ -80,12 +80,21 @@ impl Xfer {
             _ => {}
         }
         // A lone send goes as one cross-memory copy (`lone_send`), and so
-        // does a stream's where that measures faster (`stream_single`).
-        let lone =
-            matches!(p.kind, OpKind::Send { .. }) && !inject && len as usize >= LONE_MIN && {
-                let cma = lock(&self.peers).get(&dest).is_some_and(|p| p.cma);
-                self.is_lone(len as usize, cma)
-                    || single.unwrap_or_else(|| self.stream_single(len as usize, cma))
+        // does a stream's where that measures faster (`stream_single`); a
+        // write that did not go direct (one with remote CQ data) too.
+        let lone = !inject
+            && len as usize >= LONE_MIN
+            && match p.kind {
+                OpKind::Send { .. } => {
+                    let cma = lock(&self.peers).get(&dest).is_some_and(|p| p.cma);
+                    self.is_lone(len as usize, cma)
+                        || single.unwrap_or_else(|| self.stream_single(len as usize, cma))
+                }
+                OpKind::Write => {
+                    let cma = lock(&self.peers).get(&dest).is_some_and(|p| p.cma);
+                    self.stream_single_write(len as usize, cma)
+                }
+                _ => false,
             };
         let inline = match p.kind {
             OpKind::Read => len as usize <= INLINE,
