@@ -40,6 +40,11 @@
 //! in 95-163 us over four sweeps, 89-103 halved), and `fi_rma_pingpong`
 //! too (1 MiB in 55-69 us, 37-49 halved).
 //!
+//! A transfer under [`super::SPLIT_MIN`] (shared only with more behind it:
+//! a stream's 8-16 KiB sends and writes that go as one copy by the target)
+//! is treated as a lone one: in halves, not measured (16 KiB: 16.0 GB/s
+//! halved against 14.7 with the trials of copying alone, `share.rs`).
+//!
 //! `FI_OXSHM_SHARE` overrides: `1` always shares, `0` never does (lone
 //! transfers included), `auto` (the default) measures.
 
