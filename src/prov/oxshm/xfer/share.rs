@@ -151,6 +151,13 @@ impl Share {
     pub(super) const NONE: Share = Share { len: 0, lone: true };
 }
 
+/// Whether the share tuner measures a shared copy of `len` bytes (and so
+/// may copy it alone): one of a stream (not `lone`) from [`SPLIT_MIN`].
+/// The others go in halves unless sharing is off.
+pub(super) fn measured_share(len: u64, lone: bool) -> bool {
+    !lone && len >= SPLIT_MIN
+}
+
 impl Xfer {
     /// The initiator's share of a shared copy of `len` bytes: all of it
     /// when this process may not copy (`!mine`); otherwise as the tuner
@@ -170,7 +177,8 @@ impl Xfer {
         // alone throughout; upstream 2.1.0 15.7), `fi_writedata` 12.0
         // against 11.0.
         let lone = !self.inbox.more_behind();
-        let len = match lock(&self.tuner).way(len, lone || len < SPLIT_MIN, tune::now_ns()) {
+        let unmeasured = !measured_share(len, lone);
+        let len = match lock(&self.tuner).way(len, unmeasured, tune::now_ns()) {
             tune::Way::Alone => 0,
             tune::Way::Halves => (len / 2) & !4095,
         };

@@ -243,3 +243,13 @@ fn window_matches_split() {
         }
     }
 }
+
+#[test]
+fn only_a_streams_transfer_from_split_min_is_measured_for_sharing() {
+    assert!(measured_share(SPLIT_MIN, false));
+    assert!(measured_share(4 << 20, false));
+    // A stream's 16 KiB transfer goes in halves unmeasured, as a lone one.
+    assert!(!measured_share(16384, false));
+    assert!(!measured_share(SPLIT_MIN - 1, false));
+    assert!(!measured_share(4 << 20, true));
+}
