@@ -641,7 +641,7 @@ pub struct Xfer {
     /// ring ([`Xfer::stream_single`]).
     single: Lock<tune::Chooser>,
     /// As `single`, for writes that do not go direct (with remote CQ
-    /// data): [`Xfer::stream_single_write`].
+    /// data): [`Xfer::stream_single`].
     single_write: Lock<tune::Chooser>,
     /// When the last RMA transfer from [`super::direct::SPLIT_FROM`] was
     /// posted or copied (ns): a stream of them goes direct.
@@ -1003,20 +1003,20 @@ impl Xfer {
     /// and at 11.1 against 15.3 one copy (upstream 15.6) on its slow
     /// level: which is faster depends on the machine's state, so the
     /// endpoint measures ([`tune::Chooser`]). Counts the send.
-    fn stream_single(&self, len: usize, cma: bool) -> bool {
+    ///
+    /// A `write` that does not go direct (`fi_writedata`: the target must
+    /// see it) is measured apart, on the endpoint's writes
+    /// (`fi_rma_bw -o writedata -S 16384` read 0.92x of upstream 2.1.0
+    /// through the ring on the host's slow level, 1.05-1.09x on its fast
+    /// one).
+    fn stream_single(&self, write: bool, len: usize, cma: bool) -> bool {
+        let chooser = if write {
+            &self.single_write
+        } else {
+            &self.single
+        };
         cma && (LONE_MIN..=INLINE).contains(&len)
-            && lock(&self.single).second(len as u64, tune::now_ns())
-    }
-
-    /// [`Xfer::stream_single`] for a write of [`LONE_MIN`] to [`INLINE`]
-    /// bytes that does not go direct (`fi_writedata`: the target must
-    /// see it), with its own measurements: one copy by the target or the
-    /// ring's two (`fi_rma_bw -o writedata -S 16384` read 0.92x of upstream
-    /// 2.1.0 through the ring on the host's slow level, 1.05-1.09x on its
-    /// fast one).
-    fn stream_single_write(&self, len: usize, cma: bool) -> bool {
-        cma && (LONE_MIN..=INLINE).contains(&len)
-            && lock(&self.single_write).second(len as u64, tune::now_ns())
+            && lock(chooser).second(len as u64, tune::now_ns())
     }
 
     /// [`Xfer::is_lone`] without noting anything, for the short path to

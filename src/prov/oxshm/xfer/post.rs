@@ -84,17 +84,12 @@ impl Xfer {
         // write that did not go direct (one with remote CQ data) too.
         let lone = !inject
             && len as usize >= LONE_MIN
-            && match p.kind {
-                OpKind::Send { .. } => {
-                    let cma = lock(&self.peers).get(&dest).is_some_and(|p| p.cma);
-                    self.is_lone(len as usize, cma)
-                        || single.unwrap_or_else(|| self.stream_single(len as usize, cma))
-                }
-                OpKind::Write => {
-                    let cma = lock(&self.peers).get(&dest).is_some_and(|p| p.cma);
-                    self.stream_single_write(len as usize, cma)
-                }
-                _ => false,
+            && matches!(p.kind, OpKind::Send { .. } | OpKind::Write)
+            && {
+                let cma = lock(&self.peers).get(&dest).is_some_and(|p| p.cma);
+                let write = p.kind == OpKind::Write;
+                (!write && self.is_lone(len as usize, cma))
+                    || single.unwrap_or_else(|| self.stream_single(write, len as usize, cma))
             };
         let inline = match p.kind {
             OpKind::Read => len as usize <= INLINE,
@@ -404,7 +399,7 @@ impl Xfer {
             if self.may_be_lone(q.len, peer.cma) {
                 return None;
             }
-            if self.stream_single(q.len, peer.cma) {
+            if self.stream_single(false, q.len, peer.cma) {
                 drop(peers);
                 let local = [(q.buf as u64, q.len as u64)];
                 let p = Post {
