@@ -14,15 +14,22 @@
 //!               SMALL_DATA bytes, which starts on the sequence word's
 //!               cache line: the owner's first read of a new message
 //!               costs one cache-line transfer, not two
-//! then          CELLS spill areas of CELL_DATA bytes, CELL_DATA + 64
-//!               apart: cell i's message when it is longer than
-//!               SMALL_DATA (a bit of the cell header's length says so)
+//! then          SPILL_AREAS spill areas of CELL_DATA bytes, CELL_DATA +
+//!               64 apart: the message of position p when it is longer
+//!               than SMALL_DATA (a bit of the cell header's length says
+//!               so), in area p % SPILL_AREAS
 //! ```
 //!
-//! Small messages, the common case, thus walk 139 KiB of cells instead of
-//! 2 MiB: consecutive cells share pages and their lines stay in cache and
+//! Small messages, the common case, thus walk 1.1 MiB of cells instead of
+//! 17 MiB: consecutive cells share pages and their lines stay in cache and
 //! TLB (64-byte messages between two processes: about a fifth more per
-//! second than with 16 KiB cells, fabtests' `fi_rdm_tagged_bw`).
+//! second than with 16 KiB cells, fabtests' `fi_rdm_tagged_bw`). The ring
+//! is deep (1024 positions, as deep as upstream's command queue) so that
+//! two processes that stream small messages or injected writes at each
+//! other each post long runs before the other's ring fills and it must
+//! drain its own; spilled messages, which take an area each, have only
+//! SPILL_AREAS - 2 positions in flight ([`Segment::claim`]), which keeps
+//! the segment at 3.3 MiB.
 //!
 //! The segment is the POSIX shared-memory object named by
 //! [`Address::segment_name`], created with `O_EXCL` and mode 0600 when the
@@ -41,7 +48,9 @@
 //! at the ring: see [`Segment::recv`]), always in order. So a producer
 //! that reads the owner's `head` knows every position below `head + CELLS
 //! - 2` finds its cell freed, and claims those by the CAS alone, without
-//! reading the cell ([`Segment::claim`]). A full ring is -FI_EAGAIN to the
+//! reading the cell ([`Segment::claim`]); a spilled message's position
+//! must also lie below `head + SPILL_AREAS - 2`, where its spill area's
+//! last message is consumed. A full ring is -FI_EAGAIN to the
 //! sender. A producer that died between its claim and its
 //! publication would stall the owner: a cell that stays claimed for
 //! [`STALL`] while its producer is dead (or never wrote its pid) is skipped.
@@ -92,8 +101,13 @@ use wake::{drain, wake_addr, wake_bind, wake_sender, Wake};
 
 /// Bytes of one ring cell, its header included.
 pub const CELL: usize = 1024;
-/// Cells in an endpoint's inbox.
-pub const CELLS: usize = 128;
+/// Cells in an endpoint's inbox (positions of its ring).
+pub const CELLS: usize = 1024;
+/// Spill areas of an inbox: position `p`'s longer message goes in area
+/// `p % SPILL_AREAS`.
+pub const SPILL_AREAS: usize = 128;
+const _: () =
+    assert!(CELLS.is_power_of_two() && SPILL_AREAS.is_power_of_two() && SPILL_AREAS <= CELLS);
 /// Bytes of a cell's header.
 pub const CELL_HEAD: usize = 16;
 /// Bytes of message a cell carries in place.
@@ -109,7 +123,7 @@ pub const CELL_DATA: usize = 16880;
 /// Bytes of the segment header.
 const HEADER: usize = 4096;
 /// Bytes of a segment.
-pub const SEGMENT_BYTES: usize = SPILLS + CELLS * SPILL_STRIDE;
+pub const SEGMENT_BYTES: usize = SPILLS + SPILL_AREAS * SPILL_STRIDE;
 /// Distance between two cells: a cache line more than a cell, so that the
 /// cells' first lines (header and message start, the lines every message
 /// touches) fall in different cache sets instead of all in the same few
@@ -127,7 +141,7 @@ const _: () = assert!(CELL_DATA < SPILLED as usize && SMALL_DATA < CELL_DATA);
 const MAGIC: u64 = u64::from_be_bytes(*b"oxshmSG1");
 /// Version of this layout (and of the data path's protocol); a peer with
 /// another one is refused.
-const LAYOUT: u32 = 12;
+const LAYOUT: u32 = 13;
 
 /// What a message means to an owner asleep on its wake-up socket.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -361,8 +375,8 @@ impl Segment {
     /// spill area when `spilled`.
     fn data(&self, pos: u64, spilled: bool) -> *mut u8 {
         if spilled {
-            let i = (pos as usize) & (CELLS - 1);
-            // SAFETY: i < CELLS, inside the mapping.
+            let i = (pos as usize) & (SPILL_AREAS - 1);
+            // SAFETY: i < SPILL_AREAS, inside the mapping.
             unsafe { self.base.add(SPILLS + i * SPILL_STRIDE) }
         } else {
             // SAFETY: every cell has SMALL_DATA bytes after its header.
@@ -657,7 +671,10 @@ impl Segment {
     /// bytes, which the caller writes into [`Claim::data`] and publishes
     /// with [`Claim::commit`] (a claim dropped without it publishes an
     /// empty message, which the owner drops). -FI_EAGAIN when the ring is
-    /// full, -FI_EMSGSIZE past [`CELL_DATA`].
+    /// full, -FI_EMSGSIZE past [`CELL_DATA`]. A spilled message (`room`
+    /// over [`SMALL_DATA`]) also needs its position's spill area, free
+    /// once the position [`SPILL_AREAS`] before it is given back: below
+    /// `free_until - (CELLS - SPILL_AREAS)`; -FI_EAGAIN otherwise.
     ///
     /// A position below `free_until` is claimed without reading its cell:
     /// its line is then first touched by the stores that write the
@@ -672,13 +689,25 @@ impl Segment {
             return Err(Error::MSGSIZE);
         }
         let h = self.header();
+        let spilled = room > SMALL_DATA;
+        // How much nearer the owner's head a spilled message must be.
+        let lag = if spilled {
+            (CELLS - SPILL_AREAS) as u64
+        } else {
+            0
+        };
         let mut pos = h.tail.load(Ordering::Relaxed);
         loop {
             // Acquire: with learn_free's Release, the bound another thread
             // learnt carries the owner's give-backs to this one's stores.
             let mut free = self.free_until.load(Ordering::Acquire);
-            if pos >= free {
+            if pos + lag >= free {
                 free = self.learn_free(h);
+            }
+            if spilled && pos + lag >= free {
+                // Its spill area may still hold an unconsumed message (a
+                // later tail is later still).
+                return Err(Error::AGAIN);
             }
             if pos >= free {
                 let seq = self.cell_head(pos).seq.load(Ordering::Acquire);
@@ -708,7 +737,7 @@ impl Segment {
             seg: self,
             pos,
             room,
-            spilled: room > SMALL_DATA,
+            spilled,
         })
     }
 

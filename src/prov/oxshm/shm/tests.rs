@@ -149,6 +149,52 @@ fn the_last_consumed_cell_goes_back_one_message_late() {
 }
 
 #[test]
+fn spilled_messages_are_bounded_by_their_areas_small_ones_by_the_cells() {
+    let a = addr(12);
+    let own = Segment::create(&a, None).unwrap();
+    let peer = Segment::open(&a).unwrap();
+    let big = |k: u8| vec![k; SMALL_DATA + 1 + k as usize];
+    // From an empty ring: SPILL_AREAS - 2 spilled messages, then -FI_EAGAIN
+    // with nothing claimed.
+    for k in 0..(SPILL_AREAS - 2) as u8 {
+        peer.send(&[&big(k)], Urgency::Request).unwrap();
+    }
+    assert_eq!(peer.send(&[&big(0)], Urgency::Request), Err(Error::AGAIN));
+    // Small messages take the rest of the cells.
+    let mut small = 0;
+    while peer.send(&[b"s"], Urgency::Request).is_ok() {
+        small += 1;
+    }
+    assert_eq!(small, CELLS - (SPILL_AREAS - 2));
+    // Every message comes out whole and in order.
+    for k in 0..(SPILL_AREAS - 2) as u8 {
+        assert!(own.recv(|_, m| assert_eq!(m, &big(k)[..])));
+    }
+    // The areas are free once their messages are consumed and given back
+    // (SPILL_AREAS - 2 positions below the head), not before: the next
+    // position lies a whole ring on.
+    assert_eq!(peer.send(&[&big(1)], Urgency::Request), Err(Error::AGAIN));
+    for _ in 0..small {
+        assert!(own.recv(|_, m| assert_eq!(m, b"s")));
+    }
+    while own.recv(|_, _| panic!("empty ring")) {}
+    assert!(!own.recv(|_, _| panic!("empty ring")));
+    // Laps of mixed messages: a spilled one at every position, each area
+    // used again and again, with small ones between.
+    for lap in 0..3 * CELLS {
+        let k = (lap % 200) as u8;
+        if lap % 3 == 0 {
+            peer.send(&[b"s"], Urgency::Request).unwrap();
+        }
+        peer.send(&[&big(k)], Urgency::Request).unwrap();
+        if lap % 3 == 0 {
+            assert!(own.recv(|_, m| assert_eq!(m, b"s")));
+        }
+        assert!(own.recv(|_, m| assert_eq!(m, &big(k)[..])));
+    }
+}
+
+#[test]
 fn a_claim_left_by_a_dead_producer_is_skipped() {
     let a = addr(8);
     let own = Segment::create(&a, None).unwrap();
