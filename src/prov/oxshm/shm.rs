@@ -29,7 +29,7 @@
 //! other each post long runs before the other's ring fills and it must
 //! drain its own; spilled messages, which take an area each, have only
 //! SPILL_AREAS - 2 positions in flight ([`Segment::claim`]), which keeps
-//! the segment at 3.3 MiB.
+//! the segment at 3.3 MB (3.1 MiB).
 //!
 //! The segment is the POSIX shared-memory object named by
 //! [`Address::segment_name`], created with `O_EXCL` and mode 0600 when the
