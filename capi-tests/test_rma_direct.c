@@ -24,12 +24,21 @@
  * - counted_endpoint_keeps_requests: with a remote-write counter bound at
  *   the target (FI_RMA_EVENT), accesses go through the target, which
  *   counts every one.
- * - lone_small_goes_direct: a lone 4 KiB read and write (each posted
- *   after the application polled, nothing else waiting: a ping-pong's)
- *   complete with the target stopped, with the right bytes. Of two 4 KiB
- *   writes posted back to back, the first completes and the second (not
- *   lone: a stream's) waits for the target in the ring. Where the
- *   processes cannot copy across, all three wait.
+ * - lone_small_goes_direct: under FI_OXSHM_LONE=1 (lone transfers skip
+ *   the ring whatever a cross-memory call costs), a lone 4 KiB read and
+ *   write (each posted after the application polled, nothing else
+ *   waiting: a ping-pong's) complete with the target stopped, with the
+ *   right bytes. Of two 4 KiB writes posted back to back, the first
+ *   completes and the second (not lone: a stream's) waits for the target
+ *   in the ring. Where the processes cannot copy across, all of them wait.
+ * - lone_small_keeps_ring_by_env: under FI_OXSHM_LONE=0 every one of them
+ *   waits for the stopped target, and all complete in order, with the
+ *   right bytes, once it runs.
+ * - lone_small_by_measured_cost: with no setting each process measures a
+ *   cross-memory call and decides once. Whichever it decided here, the
+ *   lone read and write and the burst's first go the same way (all direct
+ *   or all held back), and every transfer completes in order with the
+ *   right bytes.
  * - off_by_env: FI_OXSHM_DIRECT=0 takes every access through the target
  *   (a stopped target holds a write back).
  * - on_by_env: FI_OXSHM_DIRECT=1 is the default's behaviour. The other
@@ -428,23 +437,58 @@ static int lone_small_target(struct peer *p)
 	return 0;
 }
 
+/* How lone_small_init expects lone transfers to go: LONE_DIRECT (where
+ * the processes can copy across), LONE_RING, or LONE_MEASURED (as the
+ * first one went). */
+enum { LONE_RING, LONE_DIRECT, LONE_MEASURED };
+static int lone_expect;
+
+/* Drives progress for up to `ms` milliseconds: 1 with *e filled when a
+ * completion showed up, 0 when none did, -1 on an error completion. */
+static int cq_within(struct peer *p, int ms, struct fi_cq_tagged_entry *e)
+{
+	double end = peer_now() + ms / 1000.0;
+	while (peer_now() < end) {
+		ssize_t n = fi_cq_read(p->cq, e, 1);
+		if (n == 1)
+			return 1;
+		if (n != -FI_EAGAIN) {
+			fprintf(stderr, "    fi_cq_read returned %zd (%s)\n", n, test_errstr(n));
+			return -1;
+		}
+		sched_yield();
+	}
+	return 0;
+}
+
 static int lone_small_init(struct peer *p)
 {
 	struct peer_region r;
 	CHECK_OK(get_region(p, &r));
 	CHECK_OK(stop_all(p->child));
-	int direct = cma_possible();
 	static char ctx[3];
 	struct fi_cq_tagged_entry e;
 	struct fi_cq_err_entry ee;
 	/* A lone read, then a lone write: done by this process alone. */
 	CHECK_OK(post(p, 0, ibuf, SMALLX, at(p, &r, 0), r.key, &ctx[0]));
+	int direct;
+	if (lone_expect == LONE_MEASURED) {
+		int got = cq_within(p, 300, &e);
+		CHECK(got >= 0);
+		direct = got;
+		fprintf(stderr, "    lone transfers %s here\n",
+			direct ? "skip the ring" : "keep the ring");
+		CHECK(!direct || cma_possible());
+	} else {
+		direct = lone_expect == LONE_DIRECT && cma_possible();
+		if (direct)
+			CHECK_OK(peer_wait(p, &e, &ee));
+		else
+			CHECK_OK(peer_cq_stays_empty(p, 300));
+	}
 	if (direct) {
-		CHECK_OK(peer_wait(p, &e, &ee));
 		CHECK(e.op_context == &ctx[0]);
 		CHECK_OK(peer_check_fill(ibuf, SMALLX, 1));
-	} else {
-		CHECK_OK(peer_cq_stays_empty(p, 300));
 	}
 	peer_fill(ibuf + SMALLX, SMALLX, 2);
 	CHECK_OK(post(p, 1, ibuf + SMALLX, SMALLX, at(p, &r, 0), r.key, &ctx[1]));
@@ -478,12 +522,30 @@ static int lone_small_init(struct peer *p)
 	return 0;
 }
 
-static int lone_small_goes_direct(void)
+static int lone_small(int expect)
 {
 	if (!cma_possible())
 		fprintf(stderr, "    no cross-memory attach here: a stopped target holds "
 				"every transfer back\n");
+	lone_expect = expect;
 	return pair_caps(DIRECT_MODE, CAPS, lone_small_target, lone_small_init);
+}
+
+/* FI_OXSHM_LONE=1 (set by the case table). */
+static int lone_small_goes_direct(void)
+{
+	return lone_small(LONE_DIRECT);
+}
+
+/* FI_OXSHM_LONE=0 (set by the case table). */
+static int lone_small_keeps_ring_by_env(void)
+{
+	return lone_small(LONE_RING);
+}
+
+static int lone_small_by_measured_cost(void)
+{
+	return lone_small(LONE_MEASURED);
 }
 
 /* ---- counted_endpoint_keeps_requests ---- */
@@ -523,7 +585,9 @@ static const struct test_case cases[] = {
 	CASE_ENV(refusals_virt, "FI_OXSHM_MR_MODE=FI_MR_PROV_KEY|FI_MR_VIRT_ADDR"),
 	CASE(close_waits_for_copies),
 	CASE(lone_large_goes_through_target),
-	CASE(lone_small_goes_direct),
+	CASE_ENV(lone_small_goes_direct, "FI_OXSHM_LONE=1"),
+	CASE_ENV(lone_small_keeps_ring_by_env, "FI_OXSHM_LONE=0"),
+	CASE(lone_small_by_measured_cost),
 	CASE(counted_endpoint_keeps_requests),
 	CASE_ENV(off_by_env, "FI_OXSHM_DIRECT=0"),
 	CASE_ENV(on_by_env, "FI_OXSHM_DIRECT=1"),

@@ -454,8 +454,8 @@ pub fn note_queued_read() {
 /// long. A ping-pong's sends are lone. Of a burst, only the first is: the
 /// others keep the ring, where the sender's copy of one overlaps the
 /// receiver's copy of the one before.
-fn lone_send(len: usize, cma: bool, inflight: usize, polled: bool) -> bool {
-    (LONE_MIN..=INLINE).contains(&len) && cma && inflight == 0 && polled
+fn lone_send(len: usize, cma: bool, cheap: bool, inflight: usize, polled: bool) -> bool {
+    (LONE_MIN..=INLINE).contains(&len) && cma && cheap && inflight == 0 && polled
 }
 
 /// Whether a write or read of `len` bytes, shorter than
@@ -464,9 +464,10 @@ fn lone_send(len: usize, cma: bool, inflight: usize, polled: bool) -> bool {
 /// bytes, nothing this endpoint posted waits for an answer (`inflight`),
 /// and the application `polled` for completions since the last such
 /// transfer (or long send). An RMA ping-pong's writes are lone; of a
-/// stream only the first is, and the others keep the ring.
-fn lone_rma(len: usize, inflight: usize, polled: bool) -> bool {
-    LONE_RMA.contains(&len) && inflight == 0 && polled
+/// stream only the first is, and the others keep the ring. Both this and
+/// [`lone_send`] need a `cheap` cross-memory call ([`copy::cma_cheap`]).
+fn lone_rma(len: usize, cheap: bool, inflight: usize, polled: bool) -> bool {
+    LONE_RMA.contains(&len) && cheap && inflight == 0 && polled
 }
 
 /// Sizes of a write or read that goes direct only when lone ([`lone_rma`]).
@@ -985,6 +986,7 @@ impl Xfer {
         lone_send(
             len,
             cma,
+            copy::cma_cheap(),
             self.inflight.load(Ordering::Acquire),
             self.polled_since(true),
         )
@@ -1025,6 +1027,7 @@ impl Xfer {
         lone_send(
             len,
             cma,
+            copy::cma_cheap(),
             self.inflight.load(Ordering::Acquire),
             self.polled_since(false),
         )
@@ -1038,6 +1041,7 @@ impl Xfer {
         }
         lone_rma(
             len,
+            copy::cma_cheap(),
             self.inflight.load(Ordering::Acquire),
             self.polled_since(true),
         )
@@ -1051,6 +1055,7 @@ impl Xfer {
         LONE_RMA.contains(&len)
             && lone_rma(
                 len,
+                copy::cma_cheap(),
                 self.inflight.load(Ordering::Acquire),
                 self.polled_since(false),
             )

@@ -270,6 +270,97 @@ pub(super) fn allow_peers_cma() {
     });
 }
 
+/// What one cross-memory call costs this process, in nanoseconds: the
+/// least of eight `process_vm_readv` calls of 64 bytes of its own memory,
+/// measured at the first question and kept. Its fixed part (the lookup of
+/// the other process's memory, pinning its pages) varies by far more than
+/// a copy does between hosts: 2.3-2.7 us on the AMD EPYC VM of
+/// 2026-12-06 (a plain system call 0.21-0.26 us there), where a lone 4 KiB
+/// RMA ping-pong on the Intel host it was tuned on went faster direct than
+/// through the ring (0.91-1.02 us against 1.22-1.33).
+pub(super) fn cma_call_ns() -> u64 {
+    static NS: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *NS.get_or_init(|| {
+        let src = [0u8; 64];
+        let mut dst = [0u8; 64];
+        let me = shm::my_pid() as i32;
+        let mut best = u64::MAX;
+        for _ in 0..8 {
+            let l = libc::iovec {
+                iov_base: dst.as_mut_ptr().cast(),
+                iov_len: dst.len(),
+            };
+            let r = libc::iovec {
+                iov_base: src.as_ptr() as *mut libc::c_void,
+                iov_len: src.len(),
+            };
+            let t = std::time::Instant::now();
+            // SAFETY: both iovecs describe this process's own live buffers.
+            let n = unsafe { libc::process_vm_readv(me, &l, 1, &r, 1, 0) };
+            let ns = t.elapsed().as_nanos() as u64;
+            if n < 0 {
+                // Refused (seccomp, or no such call): never cheap.
+                return u64::MAX;
+            }
+            best = best.min(ns.max(1));
+        }
+        best
+    })
+}
+
+/// A cross-memory call at most this dear lets lone 4-16 KiB transfers
+/// skip the ring (`lone_send`, `lone_rma`): there the ring's second copy
+/// costs 0.3-1.2 us, and a call dearer than that loses (AMD host,
+/// `fi_rma_pingpong -o write -S 4096`: 3.55 us direct, 2.29 through the
+/// ring).
+pub(super) const CMA_CHEAP_NS: u64 = 1_000;
+
+/// Whether lone 4-16 KiB transfers may skip the ring here: what
+/// `FI_OXSHM_LONE` says (`1`: they may, `0`: they keep the ring), and
+/// without it (or `auto`) whether a cross-memory call costs this process
+/// at most [`CMA_CHEAP_NS`]. Decided once, at the first question, and
+/// logged at Info.
+#[inline]
+pub(super) fn cma_cheap() -> bool {
+    static CHEAP: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *CHEAP.get_or_init(|| {
+        let policy = super::tune::Policy::from_var("FI_OXSHM_LONE");
+        let (cheap, why) = lone_verdict(policy, cma_call_ns);
+        crate::ox_log!(
+            Info,
+            EpData,
+            super::super::NAME,
+            "{why}: lone 4-16 KiB transfers {}",
+            if cheap {
+                "skip the ring"
+            } else {
+                "keep the ring"
+            }
+        );
+        cheap
+    })
+}
+
+/// The verdict of [`cma_cheap`] under `policy`, and why; `measure` is
+/// called only where the policy leaves it to the cost of a call.
+pub(super) fn lone_verdict(
+    policy: super::tune::Policy,
+    measure: impl FnOnce() -> u64,
+) -> (bool, String) {
+    use super::tune::Policy;
+    match policy {
+        Policy::Always => (true, "FI_OXSHM_LONE=1".to_string()),
+        Policy::Never => (false, "FI_OXSHM_LONE=0".to_string()),
+        Policy::Auto => {
+            let ns = measure();
+            (
+                ns <= CMA_CHEAP_NS,
+                format!("a cross-memory call costs {ns} ns here"),
+            )
+        }
+    }
+}
+
 /// Copies the target's own verified `pieces` into `buf`. Without
 /// FI_MR_ALLOCATED (`checked`), registered memory may be inaccessible: the
 /// copy then stops at such a page and fails cleanly (-FI_EFAULT) instead of

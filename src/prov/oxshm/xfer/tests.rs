@@ -7,18 +7,20 @@ fn piece(off: u64, len: u64, released: bool) -> Carve {
 #[test]
 fn only_a_ping_pongs_long_send_skips_the_ring() {
     // Lone: long enough, reachable, nothing waiting, polled since.
-    assert!(lone_send(LONE_MIN, true, 0, true));
-    assert!(lone_send(INLINE, true, 0, true));
+    assert!(lone_send(LONE_MIN, true, true, 0, true));
+    assert!(lone_send(INLINE, true, true, 0, true));
     // Too short for the system call to pay; above INLINE every send
     // is a cross-memory copy anyway.
-    assert!(!lone_send(LONE_MIN - 1, true, 0, true));
-    assert!(!lone_send(INLINE + 1, true, 0, true));
+    assert!(!lone_send(LONE_MIN - 1, true, true, 0, true));
+    assert!(!lone_send(INLINE + 1, true, true, 0, true));
     // Peers that cannot copy between them keep the ring.
-    assert!(!lone_send(LONE_MIN, false, 0, true));
+    assert!(!lone_send(LONE_MIN, false, true, 0, true));
     // A burst: the first send is in flight, or the application has
     // not polled since it.
-    assert!(!lone_send(LONE_MIN, true, 1, true));
-    assert!(!lone_send(LONE_MIN, true, 0, false));
+    assert!(!lone_send(LONE_MIN, true, true, 1, true));
+    assert!(!lone_send(LONE_MIN, true, true, 0, false));
+    // Where a cross-memory call is dear, even a lone one keeps the ring.
+    assert!(!lone_send(LONE_MIN, true, false, 0, true));
 }
 
 #[test]
@@ -26,15 +28,44 @@ fn only_a_lone_mid_sized_rma_goes_direct_early() {
     use crate::prov::oxshm::direct::{DIRECT_MIN, LONE_DIRECT_MIN};
     let (lo, hi) = (LONE_DIRECT_MIN as usize, DIRECT_MIN as usize);
     // Lone: from LONE_DIRECT_MIN, nothing waiting, polled since.
-    assert!(lone_rma(lo, 0, true));
-    assert!(lone_rma(hi - 1, 0, true));
+    assert!(lone_rma(lo, true, 0, true));
+    assert!(lone_rma(hi - 1, true, 0, true));
     // Shorter ones keep the ring; from DIRECT_MIN every plain one goes
     // direct anyway, lone or not.
-    assert!(!lone_rma(lo - 1, 0, true));
-    assert!(!lone_rma(hi, 0, true));
+    assert!(!lone_rma(lo - 1, true, 0, true));
+    assert!(!lone_rma(hi, true, 0, true));
     // A stream: something in flight, or no poll since the last one.
-    assert!(!lone_rma(lo, 1, true));
-    assert!(!lone_rma(lo, 0, false));
+    assert!(!lone_rma(lo, true, 1, true));
+    assert!(!lone_rma(lo, true, 0, false));
+    // Where a cross-memory call is dear, even a lone one keeps the ring.
+    assert!(!lone_rma(lo, false, 0, true));
+}
+
+#[test]
+fn a_cross_memory_call_is_measured_once_and_judged_by_its_cost() {
+    let ns = copy::cma_call_ns();
+    // A system call costs something; this one well under a millisecond
+    // on any machine these tests run on.
+    assert!(ns > 0 && ns < 1_000_000, "{ns} ns");
+    assert_eq!(copy::cma_call_ns(), ns);
+}
+
+#[test]
+fn the_lone_verdict_follows_the_setting_and_else_the_measured_cost() {
+    use super::tune::Policy;
+    let never = || -> u64 { panic!("measured though the setting decides") };
+    assert!(copy::lone_verdict(Policy::Always, never).0);
+    assert!(!copy::lone_verdict(Policy::Never, never).0);
+    let cheap = copy::lone_verdict(Policy::Auto, || copy::CMA_CHEAP_NS);
+    assert!(cheap.0 && cheap.1.contains("1000 ns"), "{cheap:?}");
+    assert!(!copy::lone_verdict(Policy::Auto, || copy::CMA_CHEAP_NS + 1).0);
+    // A refused call reads u64::MAX: dear.
+    assert!(!copy::lone_verdict(Policy::Auto, || u64::MAX).0);
+    // Spellings the setting takes, and a bad one taken as auto.
+    assert_eq!(Policy::parse("1"), Some(Policy::Always));
+    assert_eq!(Policy::parse("0"), Some(Policy::Never));
+    assert_eq!(Policy::parse("auto"), Some(Policy::Auto));
+    assert_eq!(Policy::parse("fast"), None);
 }
 
 #[test]
