@@ -39,6 +39,19 @@
  *   lone read and write and the burst's first go the same way (all direct
  *   or all held back), and every transfer completes in order with the
  *   right bytes.
+ * - stream_batched: of a stream of 16 KiB writes posted back to back, the
+ *   first is copied at once and the others wait in the endpoint's batch
+ *   (the target's memory, looked at from outside, still holds the old
+ *   bytes) until the application polls; then all complete, in order,
+ *   with the target stopped. A write to a read-only region in the middle
+ *   of a batch is left to the target: it completes with FI_EACCES once
+ *   the target runs, the others without it. A batch of reads brings the
+ *   written bytes back.
+ * - stream_unbatched: under FI_OXSHM_BATCH=0 each of those writes is in
+ *   the target's memory when its post returns; the rest as above.
+ * - batch_copied_by_progress_thread: a batch the application does not
+ *   poll for reaches the target's memory anyway (FI_PROGRESS_AUTO), and
+ *   its completions wait in the CQ.
  * - off_by_env: FI_OXSHM_DIRECT=0 takes every access through the target
  *   (a stopped target holds a write back).
  * - on_by_env: FI_OXSHM_DIRECT=1 is the default's behaviour. The other
@@ -50,6 +63,7 @@
 #include "peer.h"
 #include <rdma/fi_domain.h>
 #include <dirent.h>
+#include <sys/uio.h>
 
 enum { BIG = 64 * 1024, LARGE = 1024 * 1024, HUGE = 16 * 1024 * 1024 };
 /* Closes under a stream of writes: a close that did not wait would be
@@ -548,6 +562,167 @@ static int lone_small_by_measured_cost(void)
 	return lone_small(LONE_MEASURED);
 }
 
+/* ---- stream_batched, stream_unbatched, batch_copied_by_progress_thread ---- */
+
+enum { SX = 16384, NSX = 8 };
+/* Whether the case expects a stream's writes held until a poll. */
+static int batch_expect;
+
+/* Whether bytes [off, off+len) of the stopped target's buffer at `base`
+ * hold pattern `seed` (read from outside, with process_vm_readv):
+ * 1 yes, 0 no, -1 when the read failed. */
+static int target_holds(pid_t pid, uint64_t base, size_t off, size_t len, unsigned seed)
+{
+	static unsigned char got[SX], want[HUGE];
+	struct iovec l = { got, len }, r = { (void *)(uintptr_t)(base + off), len };
+	if (len > SX || process_vm_readv(pid, &l, 1, &r, 1, 0) != (ssize_t)len)
+		return -1;
+	peer_fill(want, off + len, seed);
+	return memcmp(got, want + off, len) == 0;
+}
+
+static int batch_target(struct peer *p)
+{
+	struct fid_mr *rw, *ro;
+	peer_fill(tbuf, NSX * SX, 1);
+	memset(tbuf + NSX * SX, 0, SX);
+	CHECK_OK(reg_publish(p, tbuf, NSX * SX, FI_REMOTE_WRITE | FI_REMOTE_READ, &rw));
+	CHECK_OK(reg_publish(p, tbuf + NSX * SX, SX, FI_REMOTE_READ, &ro));
+	/* The initiator stops this process, works, lets it run again. */
+	CHECK_OK(peer_sync(p));
+	CHECK_OK(peer_check_fill(tbuf, NSX * SX, 2));
+	for (size_t i = 0; i < SX; i++)
+		CHECK(tbuf[NSX * SX + i] == 0);
+	CHECK_OK(fi_close(&rw->fid));
+	CHECK_OK(fi_close(&ro->fid));
+	return 0;
+}
+
+static int batch_init(struct peer *p)
+{
+	struct peer_region rw, ro;
+	CHECK_OK(get_region(p, &rw));
+	CHECK_OK(get_region(p, &ro));
+	CHECK_OK(stop_all(p->child));
+	static char ctx[NSX + 1], rctx[NSX];
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry ee;
+	peer_fill(ibuf, NSX * SX, 2);
+	/* A poll first: the stream starts after it. */
+	(void)fi_cq_read(p->cq, &e, 0);
+	/* Writes 0-3, the refused one, writes 4-7: no poll between. */
+	for (int i = 0; i < NSX; i++) {
+		if (i == NSX / 2)
+			CHECK_OK(post(p, 1, ibuf, SX, at(p, &ro, 0), ro.key, &ctx[NSX]));
+		CHECK_OK(post(p, 1, ibuf + i * SX, SX, at(p, &rw, i * SX), rw.key, &ctx[i]));
+		if (!cma_possible())
+			continue;
+		/* Looked at before any poll: the first went at once; the others
+		 * wait for one (or, unbatched, went at once too). */
+		int held = target_holds(p->child, rw.base, i * SX, SX, 1);
+		CHECK(held >= 0);
+		CHECK(held == (batch_expect && i > 0));
+	}
+	if (!cma_possible()) {
+		/* Every access waits for the stopped target. */
+		CHECK_OK(peer_cq_stays_empty(p, 300));
+		CHECK(kill(p->child, SIGCONT) == 0);
+		for (int i = 0; i <= NSX; i++) {
+			int rc = peer_wait(p, &e, &ee);
+			CHECK(rc == 0 || (rc == -FI_EAVAIL && ee.op_context == &ctx[NSX] &&
+					  ee.err == FI_EACCES));
+		}
+		CHECK_OK(peer_sync(p));
+		return 0;
+	}
+	/* The poll: all eight complete, in order, the target still stopped. */
+	for (int i = 0; i < NSX; i++) {
+		CHECK_OK(peer_wait(p, &e, &ee));
+		CHECK(e.op_context == &ctx[i]);
+		CHECK(target_holds(p->child, rw.base, i * SX, SX, 2) == 1);
+	}
+	/* The refused one waits for the target. */
+	CHECK_OK(peer_cq_stays_empty(p, 100));
+	/* A batch of reads brings the bytes back. */
+	memset(ibuf, 0, NSX * SX);
+	for (int i = 0; i < NSX; i++)
+		CHECK_OK(post(p, 0, ibuf + i * SX, SX, at(p, &rw, i * SX), rw.key, &rctx[i]));
+	for (int i = 0; i < NSX; i++) {
+		CHECK_OK(peer_wait(p, &e, &ee));
+		CHECK(e.op_context == &rctx[i]);
+	}
+	CHECK_OK(peer_check_fill(ibuf, NSX * SX, 2));
+	CHECK(kill(p->child, SIGCONT) == 0);
+	CHECK(peer_wait(p, &e, &ee) == -FI_EAVAIL);
+	CHECK(ee.op_context == &ctx[NSX] && ee.err == FI_EACCES);
+	CHECK_OK(peer_sync(p));
+	return 0;
+}
+
+static int stream_batched(void)
+{
+	batch_expect = 1;
+	return pair_caps(DIRECT_MODE, CAPS, batch_target, batch_init);
+}
+
+/* FI_OXSHM_BATCH=0 (set by the case table). */
+static int stream_unbatched(void)
+{
+	batch_expect = 0;
+	return pair_caps(DIRECT_MODE, CAPS, batch_target, batch_init);
+}
+
+static int auto_target(struct peer *p)
+{
+	struct fid_mr *mr;
+	peer_fill(tbuf, NSX * SX, 1);
+	CHECK_OK(reg_publish(p, tbuf, NSX * SX, FI_REMOTE_WRITE, &mr));
+	CHECK_OK(peer_sync(p));
+	CHECK_OK(peer_check_fill(tbuf, NSX * SX, 2));
+	CHECK_OK(fi_close(&mr->fid));
+	return 0;
+}
+
+static int auto_init(struct peer *p)
+{
+	struct peer_region r;
+	CHECK_OK(get_region(p, &r));
+	CHECK_OK(stop_all(p->child));
+	static char ctx[NSX];
+	struct fi_cq_tagged_entry e;
+	peer_fill(ibuf, NSX * SX, 2);
+	(void)fi_cq_read(p->cq, &e, 0);
+	for (int i = 0; i < NSX; i++)
+		CHECK_OK(post(p, 1, ibuf + i * SX, SX, at(p, &r, i * SX), r.key, &ctx[i]));
+	/* No call into the library from here: the progress thread copies
+	 * the batch (within a few milliseconds: allow 5 s). */
+	double end = peer_now() + 5;
+	while (target_holds(p->child, r.base, (NSX - 1) * SX, SX, 2) != 1) {
+		CHECK(peer_now() < end);
+		usleep(1000);
+	}
+	for (int i = 0; i < NSX; i++)
+		CHECK(target_holds(p->child, r.base, i * SX, SX, 2) == 1);
+	/* Their completions wait in the CQ, in order. */
+	for (int i = 0; i < NSX; i++) {
+		CHECK_OK(peer_wait(p, &e, NULL));
+		CHECK(e.op_context == &ctx[i]);
+	}
+	CHECK(kill(p->child, SIGCONT) == 0);
+	CHECK_OK(peer_sync(p));
+	return 0;
+}
+
+static int batch_copied_by_progress_thread(void)
+{
+	if (!cma_possible()) {
+		fprintf(stderr, "    no cross-memory attach here: nothing goes direct\n");
+		held_len = BIG;
+		return pair_caps(DIRECT_MODE, CAPS, held_target, held_init);
+	}
+	return pair_caps(DIRECT_MODE, CAPS, auto_target, auto_init);
+}
+
 /* ---- counted_endpoint_keeps_requests ---- */
 
 static int counted_target(struct peer *p)
@@ -589,6 +764,9 @@ static const struct test_case cases[] = {
 	CASE_ENV(lone_small_keeps_ring_by_env, "FI_OXSHM_LONE=0"),
 	CASE(lone_small_by_measured_cost),
 	CASE(counted_endpoint_keeps_requests),
+	CASE(stream_batched),
+	CASE_ENV(stream_unbatched, "FI_OXSHM_BATCH=0"),
+	CASE(batch_copied_by_progress_thread),
 	CASE_ENV(off_by_env, "FI_OXSHM_DIRECT=0"),
 	CASE_ENV(on_by_env, "FI_OXSHM_DIRECT=1"),
 };

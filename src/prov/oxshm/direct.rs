@@ -446,13 +446,35 @@ impl PeerTable {
         want: Access,
         copy: impl FnOnce(u64) -> bool,
     ) -> Option<bool> {
+        self.access_all(std::iter::once((key, addr, len, want)), |at| {
+            at[0].map(copy)
+        })
+        .flatten()
+    }
+
+    /// [`PeerTable::access`] for several accesses under one announcement
+    /// (a batch of a stream's, `xfer/batch.rs`): each (key, address,
+    /// length, rights) is checked, and `copy` runs once with the target
+    /// address of each, `None` for one not decided here. `None` (and
+    /// `copy` not run): nothing is decided here (the table is closed, or
+    /// this thread has no entry).
+    pub fn access_all<R>(
+        &self,
+        reqs: impl Iterator<Item = (u64, u64, u64, Access)>,
+        copy: impl FnOnce(&[Option<u64>]) -> R,
+    ) -> Option<R> {
         let a = self.accessor()?;
         let s = a.seq.fetch_add(1, Ordering::SeqCst);
         let r = if self.head().closed.load(Ordering::SeqCst) == 0 {
-            self.view
-                .check(key, addr, len, want)
-                .filter(|&(_, l)| l == len)
-                .map(|(at, _)| copy(at))
+            let at: Vec<Option<u64>> = reqs
+                .map(|(key, addr, len, want)| {
+                    self.view
+                        .check(key, addr, len, want)
+                        .filter(|&(_, l)| l == len)
+                        .map(|(at, _)| at)
+                })
+                .collect();
+            Some(copy(&at))
         } else {
             None
         };

@@ -92,8 +92,8 @@
 //! claim), `xfer/inbox.rs` what the target does with each request,
 //! `xfer/share.rs` shared copies (grants, their settling, and the halves
 //! held back to be copied together), `xfer/staging.rs` the initiator's
-//! side of a grant and staged pieces, `xfer/copy.rs` how bytes cross
-//! address spaces.
+//! side of a grant and staged pieces, `xfer/batch.rs` a stream's direct
+//! RMA copied in batches, `xfer/copy.rs` how bytes cross address spaces.
 
 use super::atomics;
 use super::cntr::Cntr;
@@ -113,6 +113,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+mod batch;
 mod copy;
 mod inbox;
 mod post;
@@ -651,6 +652,12 @@ pub struct Xfer {
     inbound: Lock<HashMap<u64, Inbound>>,
     /// Staged transfers out of this endpoint, in the order they began.
     outbound: Lock<Vec<Outbound>>,
+    /// A stream's direct transfers waiting to be copied together
+    /// (`batch.rs`).
+    batch: Lock<batch::Batch>,
+    /// Whether `batch` may hold something (set and cleared under its
+    /// lock): a poll with nothing queued takes no lock.
+    has_batch: AtomicBool,
     /// Operations posted and not completed (for tx_size_left).
     pub inflight: AtomicUsize,
     /// Buffered receives (rx_size_left).
@@ -807,6 +814,8 @@ impl Xfer {
             has_outbound: AtomicBool::new(false),
             stranded: AtomicBool::new(false),
             has_dead: AtomicBool::new(false),
+            batch: Lock::serialized(batch::Batch::default(), serial),
+            has_batch: AtomicBool::new(false),
             inflight: AtomicUsize::new(0),
             posted_recvs: AtomicUsize::new(0),
         });
@@ -831,6 +840,8 @@ impl Xfer {
 
     /// Stops the progress thread and removes the inbox (endpoint close).
     pub fn stop(self: &Arc<Xfer>) {
+        // What the batch holds was accepted: copied (or requested) now.
+        self.flush_batch();
         self.domain().remove_xfer(self);
         self.stop.store(true, Ordering::Release);
         self.inbox.ring();
@@ -1110,6 +1121,9 @@ impl Xfer {
 
     /// As [`Xfer::progress_once`]; `None` when another thread is draining.
     fn drain_once(&self, app: bool) -> Option<usize> {
+        // A stream's queued direct transfers first, before their
+        // completions are looked for (`batch.rs`).
+        self.flush_batch();
         // An empty inbox with nothing queued to send: no lock taken.
         if self.inbox.idle()
             && !self.has_deferred.load(Ordering::Acquire)

@@ -121,6 +121,57 @@ pub(super) fn direct_copy(pid: u32, local: &[(u64, u64)], at: u64, len: u64, pul
     n >= 0 && n as u64 == len
 }
 
+/// One transfer of a batch: its local buffers, target address, length.
+pub(super) type BatchItem<'a> = (&'a [(u64, u64)], u64, u64);
+
+/// A batch of direct RMA copies (`batch.rs`) to or from process `pid`,
+/// in one system call: each item is an operation's local buffers, its
+/// target address and length. Returns the bytes moved, in order (0 when
+/// the kernel refused): an item whose bytes all lie within them is done.
+pub(super) fn direct_copy_all(pid: u32, items: &[BatchItem<'_>], pull: bool) -> u64 {
+    let iov = |a: u64, n: u64| libc::iovec {
+        iov_base: a as *mut c_void,
+        iov_len: n as usize,
+    };
+    let l: Vec<libc::iovec> = items
+        .iter()
+        .flat_map(|(local, _, _)| local.iter().map(|&(a, n)| iov(a, n)))
+        .collect();
+    let r: Vec<libc::iovec> = items.iter().map(|&(_, at, n)| iov(at, n)).collect();
+    if l.len() > BATCH_IOVECS || r.len() > BATCH_IOVECS {
+        return 0;
+    }
+    // SAFETY: the local iovs name this process's buffers (the operations'
+    // own, valid until they complete); the kernel checks the remote ones
+    // against process pid.
+    let n = unsafe {
+        if pull {
+            libc::process_vm_readv(
+                pid as i32,
+                l.as_ptr(),
+                l.len() as u64,
+                r.as_ptr(),
+                r.len() as u64,
+                0,
+            )
+        } else {
+            libc::process_vm_writev(
+                pid as i32,
+                l.as_ptr(),
+                l.len() as u64,
+                r.as_ptr(),
+                r.len() as u64,
+                0,
+            )
+        }
+    };
+    n.max(0) as u64
+}
+
+/// The most iovecs on either side of one cross-memory call (the kernel's
+/// UIO_MAXIOV).
+pub(super) const BATCH_IOVECS: usize = 1024;
+
 /// One cross-memory copy between `local` (this process) and `remote`
 /// (process `pid`): `pull` reads the remote iovs into the local ones.
 /// Succeeds only when all `len` bytes moved; a failure is logged.

@@ -10,13 +10,20 @@ impl Xfer {
     /// Posts a transmit operation. -FI_EAGAIN when the queue or the peer's
     /// inbox is full (after driving progress once).
     pub fn post(&self, p: &Post<'_>) -> Result<()> {
-        self.post_as(p, None)
+        self.post_as(p, None, true)
+    }
+
+    /// [`Xfer::post`] without direct RMA, for a queued direct transfer
+    /// that goes to the target after all (`batch.rs`).
+    pub(super) fn post_request(&self, p: &Post<'_>) -> Result<()> {
+        self.post_as(p, None, false)
     }
 
     /// [`Xfer::post`]; `single`: whether a send of a stream goes as one
     /// copy by the target, when the caller asked [`Xfer::stream_single`]
-    /// already (None: asked here).
-    fn post_as(&self, p: &Post<'_>, single: Option<bool>) -> Result<()> {
+    /// already (None: asked here); `fresh`: a new operation (not one of the
+    /// batch's), which may go direct, and goes after what the batch holds.
+    fn post_as(&self, p: &Post<'_>, single: Option<bool>, fresh: bool) -> Result<()> {
         let dest = self.resolve(p.dest)?;
         let ep = self.ep();
         if self.inflight.load(Ordering::Acquire) >= ep.tx_size {
@@ -36,10 +43,16 @@ impl Xfer {
             } => (K_ATOMIC, C_WRITE),
             OpKind::Atomic { .. } => (K_ATOMIC, C_READ),
         };
-        if matches!(p.kind, OpKind::Write | OpKind::Read)
-            && self.direct(p, &dest, len, report, cntr)
-        {
-            return Ok(());
+        if fresh {
+            if matches!(p.kind, OpKind::Write | OpKind::Read)
+                && self.direct(p, &dest, len, report, cntr)
+            {
+                return Ok(());
+            }
+            // Nothing overtakes the batch's transfers.
+            if !self.flush_batch() {
+                return Err(Error::AGAIN);
+            }
         }
         let auth = &self.auth;
         if auth.len() > AUTH_MAX {
@@ -324,6 +337,44 @@ impl Xfer {
             }
         }
         let read = p.kind == OpKind::Read;
+        // Of a stream, a transfer the caller's buffers stay lent for is
+        // copied with the next ones, in one call (`batch.rs`).
+        if *batch::BATCH
+            && !big
+            && len >= super::super::direct::DIRECT_MIN
+            && p.flags & FI_INJECT == 0
+            && !p.silent
+            && p.local.len() <= IOV_MAX
+            && !self.polled_since(true)
+        {
+            self.batch_push(batch::Batched {
+                peer: Arc::clone(&peer),
+                dest: p.dest,
+                read,
+                key: p.key,
+                addr: p.addr,
+                len,
+                local: p.local.to_vec(),
+                flags: p.flags,
+                op: Pending {
+                    context: p.context,
+                    cflags: cflags(&p.kind),
+                    len,
+                    report,
+                    cntr,
+                    sink: Vec::new(),
+                    bulk: None,
+                    peer: *dest,
+                    tag: 0,
+                    data: 0,
+                },
+            });
+            return true;
+        }
+        // Copied now: after what the batch holds.
+        if !self.flush_batch() {
+            return false;
+        }
         let want = if read {
             Access::REMOTE_READ
         } else {
@@ -373,6 +424,10 @@ impl Xfer {
         if q.len > INLINE || self.auth.len() > AUTH_MAX {
             return None;
         }
+        // Nothing overtakes the batch's transfers (`batch.rs`).
+        if self.has_batch.load(Ordering::Acquire) && !self.flush_batch() {
+            return Some(Err(Error::AGAIN));
+        }
         if q.write.is_some()
             && (!q.silent
                 || self.cntr(C_WRITE).is_some()
@@ -418,7 +473,7 @@ impl Xfer {
                     silent: q.silent,
                     context: q.context,
                 };
-                return Some(self.post_as(&p, Some(true)));
+                return Some(self.post_as(&p, Some(true), true));
             }
         }
         let (kind, cntr) = match q.write {
