@@ -83,10 +83,15 @@ impl Xfer {
     /// the request path. True when the queue is empty after (false: a
     /// request found the target's ring full, and it and those after it
     /// wait for the next flush).
+    #[inline]
     pub(super) fn flush_batch(&self) -> bool {
-        if !self.has_batch.load(Ordering::Acquire) {
-            return true;
-        }
+        // Every poll asks: no call when nothing is queued.
+        !self.has_batch.load(Ordering::Acquire) || self.flush_queued()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn flush_queued(&self) -> bool {
         let ops = {
             let mut q = lock(&self.batch);
             q.bytes = 0;

@@ -111,14 +111,33 @@ pub(super) fn direct_copy(pid: u32, local: &[(u64, u64)], at: u64, len: u64, pul
     };
     // SAFETY: the local iovs name this process's buffers (the caller's
     // operation); the kernel checks the remote one against process pid.
-    let n = unsafe {
-        if pull {
-            libc::process_vm_readv(pid as i32, l.as_ptr(), local.len() as u64, &r, 1, 0)
-        } else {
-            libc::process_vm_writev(pid as i32, l.as_ptr(), local.len() as u64, &r, 1, 0)
-        }
-    };
+    let n = unsafe { cma(pid, &l[..local.len()], std::slice::from_ref(&r), pull) };
     n >= 0 && n as u64 == len
+}
+
+/// One `process_vm_readv` (`pull`) or `process_vm_writev` between the
+/// `local` iovecs of this process and the `remote` ones of process `pid`:
+/// the bytes moved, or -1.
+///
+/// # Safety
+/// The local iovecs name memory of this process that the call may read
+/// (write, when `pull`).
+unsafe fn cma(pid: u32, local: &[libc::iovec], remote: &[libc::iovec], pull: bool) -> isize {
+    let (l, ln, r, rn) = (
+        local.as_ptr(),
+        local.len() as u64,
+        remote.as_ptr(),
+        remote.len() as u64,
+    );
+    // SAFETY: per the function contract; the kernel checks the remote
+    // iovecs against process pid.
+    unsafe {
+        if pull {
+            libc::process_vm_readv(pid as i32, l, ln, r, rn, 0)
+        } else {
+            libc::process_vm_writev(pid as i32, l, ln, r, rn, 0)
+        }
+    }
 }
 
 /// One transfer of a batch: its local buffers, target address, length.
@@ -144,27 +163,7 @@ pub(super) fn direct_copy_all(pid: u32, items: &[BatchItem<'_>], pull: bool) -> 
     // SAFETY: the local iovs name this process's buffers (the operations'
     // own, valid until they complete); the kernel checks the remote ones
     // against process pid.
-    let n = unsafe {
-        if pull {
-            libc::process_vm_readv(
-                pid as i32,
-                l.as_ptr(),
-                l.len() as u64,
-                r.as_ptr(),
-                r.len() as u64,
-                0,
-            )
-        } else {
-            libc::process_vm_writev(
-                pid as i32,
-                l.as_ptr(),
-                l.len() as u64,
-                r.as_ptr(),
-                r.len() as u64,
-                0,
-            )
-        }
-    };
+    let n = unsafe { cma(pid, &l, &r, pull) };
     n.max(0) as u64
 }
 
@@ -216,27 +215,7 @@ fn cross_copy_iovecs(
     while done < len {
         // SAFETY: the iovs name memory of this process (local) and of pid
         // (remote, checked by the kernel).
-        let n = unsafe {
-            if pull {
-                libc::process_vm_readv(
-                    pid as i32,
-                    li.as_ptr(),
-                    li.len() as u64,
-                    ri.as_ptr(),
-                    ri.len() as u64,
-                    0,
-                )
-            } else {
-                libc::process_vm_writev(
-                    pid as i32,
-                    li.as_ptr(),
-                    li.len() as u64,
-                    ri.as_ptr(),
-                    ri.len() as u64,
-                    0,
-                )
-            }
-        };
+        let n = unsafe { cma(pid, li, ri, pull) };
         if n < 0 {
             let e = std::io::Error::last_os_error();
             if log {

@@ -337,6 +337,18 @@ impl Xfer {
             }
         }
         let read = p.kind == OpKind::Read;
+        let op = Pending {
+            context: p.context,
+            cflags: cflags(&p.kind),
+            len,
+            report,
+            cntr,
+            sink: Vec::new(),
+            bulk: None,
+            peer: *dest,
+            tag: 0,
+            data: 0,
+        };
         // Of a stream, a transfer the caller's buffers stay lent for is
         // copied with the next ones, in one call (`batch.rs`).
         if *batch::BATCH
@@ -356,18 +368,7 @@ impl Xfer {
                 len,
                 local: p.local.to_vec(),
                 flags: p.flags,
-                op: Pending {
-                    context: p.context,
-                    cflags: cflags(&p.kind),
-                    len,
-                    report,
-                    cntr,
-                    sink: Vec::new(),
-                    bulk: None,
-                    peer: *dest,
-                    tag: 0,
-                    data: 0,
-                },
+                op,
             });
             return true;
         }
@@ -389,18 +390,6 @@ impl Xfer {
         if copied != Some(true) {
             return false;
         }
-        let op = Pending {
-            context: p.context,
-            cflags: cflags(&p.kind),
-            len,
-            report,
-            cntr,
-            sink: Vec::new(),
-            bulk: None,
-            peer: *dest,
-            tag: 0,
-            data: 0,
-        };
         // Never in flight: complete now, as an inline message is.
         self.completed(op, Ok(()));
         true
