@@ -82,8 +82,8 @@ for b in "${variants[@]}"; do
 	fi
 	failed+=("$b")
 	echo "FAIL stress $b: $why; $log:"
-	{ grep -E 'FAIL|error|ERROR|SUMMARY|seed|leaked|signal|runtime' "$log" || tail -n 20 "$log"; } |
-		head -n 30 | sed 's/^/    /'
+	{ grep -E 'FAIL|error|ERROR|SUMMARY|seed|leaked|signal|runtime|stress_data: pid|^    |^#|^Thread' "$log" ||
+		tail -n 20 "$log"; } | head -n 120 | sed 's/^/    /'
 done
 
 if [ ${#failed[@]} -gt 0 ]; then

@@ -1256,13 +1256,43 @@ static int child(int id)
 /* ------------------------------------------------------- the parent ---- */
 
 static pid_t kids[MAXP];
+/* A shell script that describes where each child's threads are (state,
+ * wait channel, system call, kernel stack where readable, user stacks
+ * where gdb is installed), written once the children exist, for the
+ * alarm to run before it kills them. */
+static char where_cmd[4096];
+
+static void describe_children(void)
+{
+	int n = snprintf(where_cmd, sizeof(where_cmd), "for p in");
+	for (int i = 0; i < nproc && n < (int)sizeof(where_cmd) - 16; i++)
+		if (kids[i] > 0)
+			n += snprintf(where_cmd + n, sizeof(where_cmd) - n, " %d", (int)kids[i]);
+	snprintf(where_cmd + n, sizeof(where_cmd) - n,
+		 "; do for t in /proc/$p/task/*; do "
+		 "echo \"stress_data: pid $p thread ${t##*/} ($(cat $t/comm)): state "
+		 "$(cut -d' ' -f3 $t/stat) wchan $(cat $t/wchan) syscall $(cat $t/syscall)\"; "
+		 "head -n 12 $t/stack 2>/dev/null | sed 's/^/    /'; done; "
+		 "command -v gdb >/dev/null && timeout 30 gdb -p $p -batch -ex "
+		 "'thread apply all bt 16' 2>/dev/null | grep -E '^(#|Thread)'; done");
+}
 
 static void on_alarm(int sig)
 {
 	(void)sig;
-	static const char m[] = "stress_data: FAIL: timed out; killing the children\n";
+	static const char m[] = "stress_data: FAIL: timed out; where the children are:\n";
 	if (write(2, m, sizeof(m) - 1) < 0) {
 	}
+	/* fork, exec and waitpid are async-signal-safe. */
+	pid_t d = where_cmd[0] ? fork() : -1;
+	if (d == 0) {
+		dup2(2, 1);
+		execl("/bin/sh", "sh", "-c", where_cmd, (char *)NULL);
+		_exit(127);
+	}
+	if (d > 0)
+		while (waitpid(d, NULL, 0) < 0 && errno == EINTR) {
+		}
 	for (int i = 0; i < nproc; i++)
 		if (kids[i] > 0)
 			kill(kids[i], SIGKILL);
@@ -1341,8 +1371,9 @@ int main(int argc, char **argv)
 			break;
 		}
 		if (p == 0) {
+			/* Later than the parent's, which describes them first. */
 			signal(SIGALRM, SIG_DFL);
-			alarm(alarm_s);
+			alarm(alarm_s + 30);
 			my_id = i;
 			int rc = child(i);
 			fflush(NULL);
@@ -1354,6 +1385,7 @@ int main(int argc, char **argv)
 		}
 		kids[i] = p;
 	}
+	describe_children();
 	int rc = 0, left = 0;
 	for (int i = 0; i < nproc; i++)
 		left += kids[i] > 0;
