@@ -52,6 +52,11 @@
  * - batch_copied_by_progress_thread: a batch the application does not
  *   poll for reaches the target's memory anyway (FI_PROGRESS_AUTO), and
  *   its completions wait in the CQ.
+ * - batch_waits_for_full_ring: with the stopped target's ring filled by
+ *   injected messages, a batch's refused write cannot go to the target as
+ *   a request: the others complete, it stays queued, and a new write
+ *   posted behind it gets -FI_EAGAIN. Once the target runs, the refused
+ *   one completes with FI_EACCES and the new one goes.
  * - off_by_env: FI_OXSHM_DIRECT=0 takes every access through the target
  *   (a stopped target holds a write back).
  * - on_by_env: FI_OXSHM_DIRECT=1 is the default's behaviour. The other
@@ -723,6 +728,77 @@ static int batch_copied_by_progress_thread(void)
 	return pair_caps(DIRECT_MODE, CAPS, auto_target, auto_init);
 }
 
+static int full_ring_init(struct peer *p)
+{
+	struct peer_region rw, ro;
+	CHECK_OK(get_region(p, &rw));
+	CHECK_OK(get_region(p, &ro));
+	CHECK_OK(stop_all(p->child));
+	static char ctx[NSX + 1], late;
+	static uint64_t word;
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry ee;
+	peer_fill(ibuf, NSX * SX, 2);
+	/* Injected messages until the target's ring is full. */
+	int sent = 0;
+	for (;;) {
+		ssize_t rc = fi_inject(p->ep, &word, sizeof(word), p->other);
+		if (rc == -FI_EAGAIN)
+			break;
+		CHECK(rc == 0);
+		CHECK(++sent < 100000);
+	}
+	CHECK(sent > 0);
+	/* No poll since: all of these wait in the batch; the refused one is
+	 * fifth. */
+	for (int i = 0; i < NSX; i++) {
+		if (i == 4)
+			CHECK(fi_write(p->ep, ibuf, SX, NULL, p->other, at(p, &ro, 0), ro.key,
+				       &ctx[NSX]) == 0);
+		CHECK(fi_write(p->ep, ibuf + i * SX, SX, NULL, p->other, at(p, &rw, i * SX),
+			       rw.key, &ctx[i]) == 0);
+	}
+	/* The poll copies the four before it; it cannot be requested. */
+	for (int i = 0; i < 4; i++) {
+		CHECK_OK(peer_wait(p, &e, &ee));
+		CHECK(e.op_context == &ctx[i]);
+	}
+	CHECK_OK(peer_cq_stays_empty(p, 100));
+	/* Nothing overtakes it. */
+	CHECK(fi_write(p->ep, ibuf, SX, NULL, p->other, at(p, &rw, 0), rw.key, &late) ==
+	      -FI_EAGAIN);
+	CHECK(kill(p->child, SIGCONT) == 0);
+	/* The refused one fails once the target answers; the ones behind it
+	 * complete, in order, once it is requested. */
+	int next = 4, refused = 0;
+	while (next < NSX || !refused) {
+		int rc = peer_wait(p, &e, &ee);
+		if (rc == -FI_EAVAIL) {
+			CHECK(!refused && ee.op_context == &ctx[NSX] && ee.err == FI_EACCES);
+			refused = 1;
+			continue;
+		}
+		CHECK_OK(rc);
+		CHECK(next < NSX && e.op_context == &ctx[next]);
+		next++;
+	}
+	CHECK_OK(post(p, 1, ibuf, SX, at(p, &rw, 0), rw.key, &late));
+	CHECK_OK(peer_wait(p, &e, &ee));
+	CHECK(e.op_context == &late);
+	CHECK_OK(peer_sync(p));
+	return 0;
+}
+
+static int batch_waits_for_full_ring(void)
+{
+	if (!cma_possible()) {
+		fprintf(stderr, "    no cross-memory attach here: nothing goes direct\n");
+		held_len = BIG;
+		return pair_caps(DIRECT_MODE, CAPS, held_target, held_init);
+	}
+	return pair_caps(DIRECT_MODE, CAPS, batch_target, full_ring_init);
+}
+
 /* ---- counted_endpoint_keeps_requests ---- */
 
 static int counted_target(struct peer *p)
@@ -767,6 +843,7 @@ static const struct test_case cases[] = {
 	CASE(stream_batched),
 	CASE_ENV(stream_unbatched, "FI_OXSHM_BATCH=0"),
 	CASE(batch_copied_by_progress_thread),
+	CASE(batch_waits_for_full_ring),
 	CASE_ENV(off_by_env, "FI_OXSHM_DIRECT=0"),
 	CASE_ENV(on_by_env, "FI_OXSHM_DIRECT=1"),
 };

@@ -119,10 +119,16 @@ impl Xfer {
                 iovs += b.local.len();
                 group.extend(ops.next());
             }
+            if !left.is_empty() {
+                // Behind one that waits: waits too, uncopied, in order.
+                left.append(&mut group);
+                continue;
+            }
             let done = self.copy_run(&group);
             for (b, ok) in group.drain(..).zip(done) {
                 if !left.is_empty() {
-                    // Behind one that waits: waits too, in order.
+                    // Copied or not, it completes after the one that
+                    // waits (a write copied twice writes the same bytes).
                     left.push(b);
                 } else if ok {
                     self.complete(b.op, Ok(()));

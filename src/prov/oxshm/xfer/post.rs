@@ -414,7 +414,7 @@ impl Xfer {
             return None;
         }
         // Nothing overtakes the batch's transfers (`batch.rs`).
-        if self.has_batch.load(Ordering::Acquire) && !self.flush_batch() {
+        if !self.flush_batch() {
             return Some(Err(Error::AGAIN));
         }
         if q.write.is_some()
