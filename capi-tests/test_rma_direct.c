@@ -718,14 +718,22 @@ static int auto_init(struct peer *p)
 	return 0;
 }
 
-static int batch_copied_by_progress_thread(void)
+/* Runs `target` and `init`, which need direct RMA; where the processes
+ * cannot copy across, checks that a stopped target holds a write back
+ * instead. */
+static int direct_pair(peer_side_fn target, peer_side_fn init)
 {
 	if (!cma_possible()) {
 		fprintf(stderr, "    no cross-memory attach here: nothing goes direct\n");
 		held_len = BIG;
 		return pair_caps(DIRECT_MODE, CAPS, held_target, held_init);
 	}
-	return pair_caps(DIRECT_MODE, CAPS, auto_target, auto_init);
+	return pair_caps(DIRECT_MODE, CAPS, target, init);
+}
+
+static int batch_copied_by_progress_thread(void)
+{
+	return direct_pair(auto_target, auto_init);
 }
 
 static int full_ring_init(struct peer *p)
@@ -791,12 +799,7 @@ static int full_ring_init(struct peer *p)
 
 static int batch_waits_for_full_ring(void)
 {
-	if (!cma_possible()) {
-		fprintf(stderr, "    no cross-memory attach here: nothing goes direct\n");
-		held_len = BIG;
-		return pair_caps(DIRECT_MODE, CAPS, held_target, held_init);
-	}
-	return pair_caps(DIRECT_MODE, CAPS, batch_target, full_ring_init);
+	return direct_pair(batch_target, full_ring_init);
 }
 
 /* ---- counted_endpoint_keeps_requests ---- */
