@@ -446,10 +446,8 @@ impl PeerTable {
         want: Access,
         copy: impl FnOnce(u64) -> bool,
     ) -> Option<bool> {
-        self.access_all(std::iter::once((key, addr, len, want)), |at| {
-            at[0].map(copy)
-        })
-        .flatten()
+        self.announced(|| self.check_whole(key, addr, len, want).map(copy))
+            .flatten()
     }
 
     /// [`PeerTable::access`] for several accesses under one announcement
@@ -463,18 +461,31 @@ impl PeerTable {
         reqs: impl Iterator<Item = (u64, u64, u64, Access)>,
         copy: impl FnOnce(&[Option<u64>]) -> R,
     ) -> Option<R> {
+        self.announced(|| {
+            let at: Vec<Option<u64>> = reqs
+                .map(|(key, addr, len, want)| self.check_whole(key, addr, len, want))
+                .collect();
+            copy(&at)
+        })
+    }
+
+    /// The target address of the whole access, where the registrations
+    /// allow it.
+    fn check_whole(&self, key: u64, addr: u64, len: u64, want: Access) -> Option<u64> {
+        self.view
+            .check(key, addr, len, want)
+            .filter(|&(_, l)| l == len)
+            .map(|(at, _)| at)
+    }
+
+    /// Runs `f` with this thread's access announced (see the module
+    /// comment); `None` when the table is closed or the thread has no
+    /// entry.
+    fn announced<R>(&self, f: impl FnOnce() -> R) -> Option<R> {
         let a = self.accessor()?;
         let s = a.seq.fetch_add(1, Ordering::SeqCst);
         let r = if self.head().closed.load(Ordering::SeqCst) == 0 {
-            let at: Vec<Option<u64>> = reqs
-                .map(|(key, addr, len, want)| {
-                    self.view
-                        .check(key, addr, len, want)
-                        .filter(|&(_, l)| l == len)
-                        .map(|(at, _)| at)
-                })
-                .collect();
-            Some(copy(&at))
+            Some(f())
         } else {
             None
         };
