@@ -50,6 +50,10 @@ static enum fi_wait_obj peer_wait_obj = FI_WAIT_UNSPEC;
  * peer_open (test_threading.c does). */
 static enum fi_threading peer_threading = FI_THREAD_UNSPEC;
 
+/* The size of the CQ peer_open_ep opens (0: the provider's default); a
+ * case may set it before peer_open (test_loopback.c does). */
+static size_t peer_cq_size;
+
 /* Counters peer_open_ep leaves out (bit i: counter i); a case may set it
  * before peer_open. */
 static unsigned peer_skip_cntrs;
@@ -155,7 +159,8 @@ static inline int peer_open_ep(struct peer *p, int mr_mode, uint64_t caps)
 	CHECK_OK(fi_domain(p->fabric, p->info, &p->domain, NULL));
 	struct fi_av_attr av_attr = { .type = FI_AV_TABLE };
 	CHECK_OK(fi_av_open(p->domain, &av_attr, &p->av, NULL));
-	struct fi_cq_attr cq_attr = { .format = FI_CQ_FORMAT_TAGGED,
+	struct fi_cq_attr cq_attr = { .size = peer_cq_size,
+				      .format = FI_CQ_FORMAT_TAGGED,
 				      .wait_obj = peer_wait_obj };
 	CHECK_OK(fi_cq_open(p->domain, &cq_attr, &p->cq, NULL));
 	CHECK_OK(fi_endpoint(p->domain, p->info, &p->ep, NULL));

@@ -357,6 +357,11 @@ static int efail(int gid, const char *fmt, ...)
 				    #expr, r_, test_errstr(r_));                  \
 	} while (0)
 
+/* A phase's wait for operations or messages: long enough for a loaded
+ * machine, short enough that the endpoint says what it waits for before
+ * a barrier or await_eps gives up, and before the parent's alarm. */
+#define PHASE_WAIT 30
+
 static int aborted(void)
 {
 	return atomic_load(&sh->abort_);
@@ -366,7 +371,9 @@ static int aborted(void)
 static int barrier(int k)
 {
 	atomic_fetch_add(&sh->arrived, 1);
-	double end = now() + secs + 25;
+	/* Past a phase's wait: the endpoint that holds everyone up says why
+	 * first. */
+	double end = now() + secs + PHASE_WAIT + 10;
 	while (atomic_load(&sh->arrived) < k * nproc) {
 		if (aborted())
 			return 1;
@@ -708,7 +715,7 @@ static int poll_cq(struct ep_ctx *e, int *got)
 /* Polls until no operation is in flight (or the phase's time is up). */
 static int drain(struct ep_ctx *e, const char *what)
 {
-	double end = now() + 30;
+	double end = now() + PHASE_WAIT;
 	while (e->busy) {
 		int got;
 		if (poll_cq(e, &got))
@@ -801,7 +808,7 @@ static int ep_run(struct ep_ctx *e)
 	if (await_phase(e, PH_RECV))
 		return 1;
 	/* Every sender's messages completed: they must all be here. */
-	double end = now() + 20;
+	double end = now() + PHASE_WAIT;
 	for (;;) {
 		int missing = -1;
 		for (int s = 0; s < ng && missing < 0; s++)
@@ -1108,8 +1115,8 @@ static int shm_leftovers(pid_t pid, int remove)
 /* Waits (with the ep threads serving) until every endpoint reached state s. */
 static int await_eps(struct proc *pr, int s)
 {
-	/* The run itself, then its drains (30 s at most) and some slack. */
-	double end = (now() > pr->deadline ? now() : pr->deadline) + 45;
+	/* The run itself, then its three waits and some slack. */
+	double end = (now() > pr->deadline ? now() : pr->deadline) + 3 * PHASE_WAIT + 5;
 	for (;;) {
 		int all = 1;
 		for (int j = 0; j < neps; j++)
@@ -1348,7 +1355,9 @@ int main(int argc, char **argv)
 	    inflight > MAX_INFLIGHT)
 		usage();
 	ng = nproc * neps;
-	unsigned alarm_s = (unsigned)secs + 30;
+	/* After every child's own timeouts (await_eps), which say what they
+	 * wait for. */
+	unsigned alarm_s = (unsigned)secs + 3 * PHASE_WAIT + 15;
 
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED) {

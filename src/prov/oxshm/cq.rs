@@ -432,6 +432,8 @@ struct Queues {
     /// take themselves: the eventfd is not set meanwhile, which saves a
     /// write and a read of it per completion ([`FdHold`]).
     fd_holds: usize,
+    /// The queues have held more than the CQ's size (logged once).
+    past_size: bool,
 }
 
 /// Defers setting the eventfd of a CQ while the holder drives progress;
@@ -743,6 +745,7 @@ pub unsafe extern "C" fn open(
                     waiters: 0,
                     woken_at: None,
                     fd_holds: 0,
+                    past_size: false,
                 },
                 d.serial.as_ref(),
             ),
@@ -775,7 +778,8 @@ impl Cq {
         self.format
     }
 
-    /// Entries the CQ holds before [`Cq::push`] answers -FI_EAGAIN.
+    /// The size the CQ was opened with (it holds more rather than lose a
+    /// completion).
     pub fn capacity(&self) -> usize {
         self.size
     }
@@ -879,15 +883,18 @@ impl Cq {
             }
             Overrun::Reported => return Err(Error::OVERRUN),
         }
-        if q.len() >= self.size {
+        // A completion is never dropped for want of room: the operation is
+        // over, and nothing else would tell the application. The queue
+        // grows past the size it was opened with, and says so once.
+        if q.len() >= self.size && !q.past_size {
+            q.past_size = true;
             crate::ox_log!(
-                Debug,
+                Warn,
                 Cq,
                 super::NAME,
-                "completion queue full ({} entries)",
+                "completion queue of {} entries is full: later completions are kept beyond its size (open it larger, or read it sooner)",
                 self.size
             );
-            return Err(Error::AGAIN);
         }
         Ok(())
     }
@@ -904,10 +911,9 @@ impl Cq {
         Ok(())
     }
 
-    /// Queues a successful completion. Thread-safe. Fails with
-    /// `Error::AGAIN` when the CQ is full (nothing queued: retry after the
-    /// application reads, or give up with [`Cq::record_overrun`]) and with
-    /// `Error::OVERRUN` once the CQ has been overrun.
+    /// Queues a successful completion. Thread-safe. A full CQ takes it
+    /// beyond its size (logged once); fails with `Error::OVERRUN` only once
+    /// the CQ has been overrun ([`Cq::record_overrun`]).
     pub fn push(&self, c: Completion) -> Result<()> {
         self.enqueue(|q, seq| q.ok.push_back((seq, c)))
     }

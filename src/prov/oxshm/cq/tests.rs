@@ -313,8 +313,13 @@ fn full_queue_and_overrun() {
     let c = cq_ref(cq);
     c.push(Completion::default()).unwrap();
     c.push_err(ErrCompletion::default()).unwrap();
-    assert_eq!(c.push(Completion::default()), Err(Error::AGAIN));
-    assert_eq!(c.len(), 2);
+    // Full: a completion is kept beyond the size rather than lost.
+    let past = Completion {
+        context: 7 as *mut c_void,
+        ..Default::default()
+    };
+    assert_eq!(c.push(past), Ok(()));
+    assert_eq!(c.len(), 3);
     c.record_overrun();
     assert_eq!(c.push(Completion::default()), Err(Error::OVERRUN));
     let mut out = [std::ptr::null_mut::<c_void>(); 2];
@@ -328,6 +333,9 @@ fn full_queue_and_overrun() {
         assert_eq!(read(cq, p, 2), Error::AVAIL.code() as isize);
         assert_eq!(readerr(cq, &mut e, 0), 1);
         assert_eq!(e.err, Error::OTHER.0);
+        // The one kept past the size follows the error, in order.
+        assert_eq!(read(cq, p, 2), 1);
+        assert_eq!(out[0], 7 as *mut c_void);
         // The queued entries are gone: now the overrun is reported.
         assert_eq!(read(cq, p, 2), Error::AVAIL.code() as isize);
         assert_eq!(readerr(cq, &mut e, 0), 1);
