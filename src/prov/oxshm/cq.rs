@@ -873,7 +873,8 @@ impl Cq {
         Ok(self.sleeper.get_or_init(|| s))
     }
 
-    /// Refuses a push when the CQ is full or overrun.
+    /// Refuses a push once the CQ is overrun; notes (once) that it holds
+    /// more than its size.
     fn check_room(&self, q: &mut Queues) -> Result<()> {
         match q.overrun {
             Overrun::No => {}
