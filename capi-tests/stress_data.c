@@ -126,6 +126,8 @@ struct shared {
 	uint64_t writes_ok[MAXG][MAXG], reads_ok[MAXG][MAXG];
 	uint64_t atomics_ok[MAXG][MAXG], sends_ok[MAXG][MAXG];
 	struct stats stats[MAXP];
+	_Atomic int pid[MAXP];	/* each process's, for describe_scheduling() */
+	_Atomic int described;	/* describe_scheduling(): 1 running, 2 done */
 };
 
 static struct shared *sh;
@@ -712,6 +714,44 @@ static int poll_cq(struct ep_ctx *e, int *got)
 	return 0;
 }
 
+/* When an endpoint gives up waiting: every thread of every process, with
+ * what the scheduler gave it (/proc/<pid>/task/<tid>/schedstat: time on a
+ * CPU, time waiting for one, time slices), now and 1 s later. A process
+ * whose threads got next to nothing meanwhile was starved of the CPUs (or,
+ * in state D, waits in the kernel: in the ASan builds, threads whose
+ * allocator was mapping memory have waited in mmap(2), one for an
+ * anon_vma lock, which the forked processes share, the others for the
+ * mmap lock it held); one whose threads ran without answering is stuck.
+ * Once per run: a later give-up waits for it, so that nobody stops (and
+ * takes its threads away) while it runs. */
+static void describe_scheduling(void)
+{
+	int was = 0;
+	if (!atomic_compare_exchange_strong(&sh->described, &was, 1)) {
+		for (int i = 0; i < 200 && atomic_load(&sh->described) == 1; i++)
+			usleep(50000);
+		return;
+	}
+	char cmd[1024];
+	int n = snprintf(cmd, sizeof(cmd), "for k in 'at the give-up' '1 s later'; do for p in");
+	for (int i = 0; i < nproc && n < (int)sizeof(cmd) - 16; i++) {
+		int p = atomic_load(&sh->pid[i]);
+		if (p > 0)
+			n += snprintf(cmd + n, sizeof(cmd) - n, " %d", p);
+	}
+	snprintf(cmd + n, sizeof(cmd) - n,
+		 "; do for t in /proc/$p/task/*; do read run wait slices < $t/schedstat && "
+		 "echo \"stress_data: $k: pid $p thread ${t##*/} ($(cat $t/comm)): state "
+		 "$(cut -d' ' -f3 $t/stat) in $(cat $t/wchan) (system call "
+		 "$(cut -d' ' -f1 $t/syscall)), $((run / 1000000)) ms on a CPU, "
+		 "$((wait / 1000000)) ms waiting for one, $slices slices\"; done; done; "
+		 "[ \"$k\" = '1 s later' ] || sleep 1; done 1>&2 2>/dev/null");
+	fflush(stderr);
+	if (system(cmd) != 0) {
+	}
+	atomic_store(&sh->described, 2);
+}
+
 /* Polls until no operation is in flight (or the phase's time is up). */
 static int drain(struct ep_ctx *e, const char *what)
 {
@@ -729,6 +769,7 @@ static int drain(struct ep_ctx *e, const char *what)
 						fprintf(stderr, "    op %d: %s of %zu bytes to ep %d\n",
 							i, op_names[e->ops[i].kind], e->ops[i].len,
 							e->ops[i].tgt);
+				describe_scheduling();
 				return EFAIL(e, "%s: %d operation(s) never completed", what, e->busy);
 			}
 			sched_yield();
@@ -824,10 +865,12 @@ static int ep_run(struct ep_ctx *e)
 		if (poll_cq(e, &got) || aborted())
 			return 1;
 		if (!got) {
-			if (now() > end)
+			if (now() > end) {
+				describe_scheduling();
 				return EFAIL(e, "received %llu messages from ep %d, which sent %llu",
 					     (unsigned long long)e->recv_from[missing], missing,
 					     (unsigned long long)sh->sends_ok[missing][e->gid]);
+			}
 			usleep(100);
 		}
 	}
@@ -1137,6 +1180,7 @@ static int child(int id)
 	static struct proc P; /* large: not on the stack */
 	struct proc *pr = &P;
 	pr->id = id;
+	atomic_store(&sh->pid[id], (int)getpid());
 	atomic_store(&pr->next_key, ((uint64_t)id << 40) + 1);
 	if (mixed_modes) {
 		/* Read by the library at its first call, which is below. */
