@@ -46,6 +46,14 @@
  * one); the parent checks every child's exit status, prints a summary and
  * checks /dev/shm again for every child's pid and its own.
  *
+ * Every wait that gives up (an operation that never completes, a message
+ * that never arrives, a barrier) leaves out the time in which the kernel
+ * held a thread of some process of the run in a memory-management call
+ * (state D in mmap and its kin, or in a page fault), as the parent samples
+ * every 50 ms, up to HELD_CAP seconds; the summary says how long that
+ * was. A provider that stops answering has no such excuse: its threads
+ * wait in futexes or spin.
+ *
  * -s SEED makes the mix repeatable (timing aside); -M runs each process
  * under another FI_OXSHM_MR_MODE, so that initiators and targets differ in
  * FI_MR_VIRT_ADDR (addresses follow the target's mode), FI_MR_LOCAL and
@@ -128,6 +136,10 @@ struct shared {
 	struct stats stats[MAXP];
 	_Atomic int pid[MAXP];	/* each process's, for describe_scheduling() */
 	_Atomic int described;	/* describe_scheduling(): 1 running, 2 done */
+	/* Time in which the kernel held a thread of some process of the run
+	 * in a memory-management call (held_in_kernel()), as the parent
+	 * samples it: the give-up waits do not count it. */
+	_Atomic uint64_t held_us;
 };
 
 static struct shared *sh;
@@ -154,6 +166,23 @@ static double now(void)
 	struct timespec t;
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* The most time held_us may take off the give-up waits, in seconds: a
+ * kernel that holds a process longer still ends the run. */
+#define HELD_CAP 240
+
+/* The clock of the give-up waits: the monotonic clock less the time the
+ * kernel held a process of the run in a memory-management call (up to
+ * HELD_CAP). On a host whose kernel walks the processes' memory (DAMON,
+ * here with a pageout scheme on physical memory), mmap(2) has waited for
+ * an anon_vma lock for more than 30 s at a time, with every other thread
+ * of that process waiting behind it: time in which no provider can
+ * answer, and which says nothing about the data path. */
+static double wait_clock(void)
+{
+	double held = (double)atomic_load(&sh->held_us) * 1e-6;
+	return now() - (held < HELD_CAP ? held : HELD_CAP);
 }
 
 static uint64_t splitmix(uint64_t x)
@@ -375,11 +404,11 @@ static int barrier(int k)
 	atomic_fetch_add(&sh->arrived, 1);
 	/* Past a phase's wait: the endpoint that holds everyone up says why
 	 * first. */
-	double end = now() + secs + PHASE_WAIT + 10;
+	double end = wait_clock() + secs + PHASE_WAIT + 10;
 	while (atomic_load(&sh->arrived) < k * nproc) {
 		if (aborted())
 			return 1;
-		if (now() > end)
+		if (wait_clock() > end)
 			return FAIL("barrier %d: timed out (%d of %d arrived)", k,
 				    atomic_load(&sh->arrived) - (k - 1) * nproc, nproc);
 		usleep(200);
@@ -720,8 +749,9 @@ static int poll_cq(struct ep_ctx *e, int *got)
  * whose threads got next to nothing meanwhile was starved of the CPUs (or,
  * in state D, waits in the kernel: in the ASan builds, threads whose
  * allocator was mapping memory have waited in mmap(2), one for an
- * anon_vma lock, which the forked processes share, the others for the
- * mmap lock it held); one whose threads ran without answering is stuck.
+ * anon_vma lock, the others for the mmap lock it held, while DAMON
+ * walked the host's memory; wait_clock() leaves such time out, so this
+ * shows a longer hold); one whose threads ran without answering is stuck.
  * Once per run: a later give-up waits for it, so that nobody stops (and
  * takes its threads away) while it runs. */
 static void describe_scheduling(void)
@@ -755,7 +785,7 @@ static void describe_scheduling(void)
 /* Polls until no operation is in flight (or the phase's time is up). */
 static int drain(struct ep_ctx *e, const char *what)
 {
-	double end = now() + PHASE_WAIT;
+	double end = wait_clock() + PHASE_WAIT;
 	while (e->busy) {
 		int got;
 		if (poll_cq(e, &got))
@@ -763,7 +793,7 @@ static int drain(struct ep_ctx *e, const char *what)
 		if (aborted())
 			return 1;
 		if (!got) {
-			if (now() > end) {
+			if (wait_clock() > end) {
 				for (int i = 0; i < inflight; i++)
 					if (e->ops[i].busy)
 						fprintf(stderr, "    op %d: %s of %zu bytes to ep %d\n",
@@ -849,7 +879,7 @@ static int ep_run(struct ep_ctx *e)
 	if (await_phase(e, PH_RECV))
 		return 1;
 	/* Every sender's messages completed: they must all be here. */
-	double end = now() + PHASE_WAIT;
+	double end = wait_clock() + PHASE_WAIT;
 	for (;;) {
 		int missing = -1;
 		for (int s = 0; s < ng && missing < 0; s++)
@@ -865,7 +895,7 @@ static int ep_run(struct ep_ctx *e)
 		if (poll_cq(e, &got) || aborted())
 			return 1;
 		if (!got) {
-			if (now() > end) {
+			if (wait_clock() > end) {
 				describe_scheduling();
 				return EFAIL(e, "received %llu messages from ep %d, which sent %llu",
 					     (unsigned long long)e->recv_from[missing], missing,
@@ -1159,7 +1189,8 @@ static int shm_leftovers(pid_t pid, int remove)
 static int await_eps(struct proc *pr, int s)
 {
 	/* The run itself, then its three waits and some slack. */
-	double end = (now() > pr->deadline ? now() : pr->deadline) + 3 * PHASE_WAIT + 5;
+	double left = pr->deadline - now();
+	double end = wait_clock() + (left > 0 ? left : 0) + 3 * PHASE_WAIT + 5;
 	for (;;) {
 		int all = 1;
 		for (int j = 0; j < neps; j++)
@@ -1169,7 +1200,7 @@ static int await_eps(struct proc *pr, int s)
 			return 0;
 		if (aborted())
 			return 1;
-		if (now() > end)
+		if (wait_clock() > end)
 			return FAIL("endpoint threads did not reach state %d", s);
 		usleep(500);
 	}
@@ -1350,6 +1381,57 @@ static void on_alarm(int sig)
 	_exit(1);
 }
 
+/* Whether the kernel holds a thread of a child in a memory-management
+ * call: state D (uninterruptible) in mmap, mprotect, munmap, brk, mremap
+ * or madvise, or in a page fault (no system call: -1). A thread of a
+ * provider that waits for its peers sleeps in state S (futex, nanosleep)
+ * or spins, so this never covers for a stuck data path. */
+static int held_in_kernel(void)
+{
+	static const long mm_calls[] = { -1, 9, 10, 11, 12, 25, 28 };
+	for (int i = 0; i < nproc; i++) {
+		char path[96], buf[512];
+		if (kids[i] <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task", (int)kids[i]);
+		DIR *d = opendir(path);
+		if (!d)
+			continue;
+		struct dirent *t;
+		int held = 0;
+		while (!held && (t = readdir(d)) != NULL) {
+			if (t->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path), "/proc/%d/task/%.16s/stat", (int)kids[i],
+				 t->d_name);
+			FILE *f = fopen(path, "r");
+			if (!f)
+				continue;
+			size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+			fclose(f);
+			buf[n] = 0;
+			char *rp = strrchr(buf, ')');
+			if (!rp || rp[1] != ' ' || rp[2] != 'D')
+				continue;
+			snprintf(path, sizeof(path), "/proc/%d/task/%.16s/syscall", (int)kids[i],
+				 t->d_name);
+			f = fopen(path, "r");
+			if (!f)
+				continue;
+			long nr = -2;
+			if (fscanf(f, "%ld", &nr) != 1)
+				nr = -2;
+			fclose(f);
+			for (size_t k = 0; k < sizeof(mm_calls) / sizeof(mm_calls[0]); k++)
+				held |= nr == mm_calls[k];
+		}
+		closedir(d);
+		if (held)
+			return 1;
+	}
+	return 0;
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: stress_data [-t SECONDS] [-p PROCS] [-e EPS] [-i INFLIGHT] [-s SEED] [-M] [-H] [-D]\n"
@@ -1400,7 +1482,8 @@ int main(int argc, char **argv)
 		usage();
 	ng = nproc * neps;
 	/* After every child's own timeouts (await_eps), which say what they
-	 * wait for. */
+	 * wait for; later by the time the kernel held a child
+	 * (held_in_kernel(), up to HELD_CAP), as theirs are. */
 	unsigned alarm_s = (unsigned)secs + 3 * PHASE_WAIT + 15;
 
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -1413,7 +1496,7 @@ int main(int argc, char **argv)
 	       nproc, neps, inflight, secs, (unsigned long long)seed0,
 	       mixed_modes ? ", mixed mr_modes" : "", hot ? ", hot spot" : "");
 	signal(SIGALRM, on_alarm);
-	alarm(alarm_s);
+	alarm(alarm_s + HELD_CAP);
 	double t0 = now();
 	fflush(NULL);
 	for (int i = 0; i < nproc; i++) {
@@ -1426,7 +1509,7 @@ int main(int argc, char **argv)
 		if (p == 0) {
 			/* Later than the parent's, which describes them first. */
 			signal(SIGALRM, SIG_DFL);
-			alarm(alarm_s + 30);
+			alarm(alarm_s + HELD_CAP + 30);
 			my_id = i;
 			int rc = child(i);
 			fflush(NULL);
@@ -1442,9 +1525,29 @@ int main(int argc, char **argv)
 	int rc = 0, left = 0;
 	for (int i = 0; i < nproc; i++)
 		left += kids[i] > 0;
+	/* Samples the children every 50 ms meanwhile: time in which the
+	 * kernel held one of them does not count against the waits. */
+	double last = now(), held_s = 0, streak = 0, longest = 0;
 	while (left > 0) {
 		int status;
-		pid_t p = wait(&status);
+		pid_t p = waitpid(-1, &status, WNOHANG);
+		if (p == 0) {
+			usleep(50000);
+			double t = now();
+			if (held_in_kernel()) {
+				held_s += t - last;
+				streak += t - last;
+				if (streak > longest)
+					longest = streak;
+				atomic_store(&sh->held_us, (uint64_t)(held_s * 1e6));
+			} else {
+				streak = 0;
+			}
+			last = t;
+			if (t - t0 - (held_s < HELD_CAP ? held_s : HELD_CAP) > alarm_s)
+				on_alarm(SIGALRM);
+			continue;
+		}
 		if (p < 0) {
 			perror("wait");
 			rc = 1;
@@ -1470,6 +1573,11 @@ int main(int argc, char **argv)
 	}
 	alarm(0);
 	double wall = now() - t0;
+	if (longest >= 1)
+		printf("stress_data: the kernel held a process in a memory-management call "
+		       "(state D) for %.1f s in all, %.1f s at the longest; the waits did not "
+		       "count it\n",
+		       held_s, longest);
 	if (nproc > 0 && kids[nproc - 1] <= 0)
 		rc = 1;
 
