@@ -54,6 +54,8 @@ fi
 out=$FT/run.yaml
 rm -f "$out"
 echo "fabtests.sh: runfabtests.sh -t $TESTS oxshm (timeout ${TIMEOUT}s a test)"
+. capi-tests/kernel_log.sh
+mark=$(kernel_mark)
 # The runner names its scratch files in the working directory.
 (
 	cd "$FT"
@@ -131,6 +133,7 @@ if [ "$nbad" -gt 0 ]; then
 	echo "fabtests.sh: the runner's report of them is in $out"
 	# The failing tests' output, for CI logs.
 	awk '/^- name:/ { show = 0 } /^  result: (Fail|Notrun)/ { show = 1 } show' "$out" | head -200
+	kernel_since "$mark" | sed 's/^/fabtests.sh: /'
 fi
 echo "fabtests.sh: $excluded excluded by capi-tests/fabtests.exclude"
 echo "fabtests: $pass passed, $nbad failed, $excluded skipped"

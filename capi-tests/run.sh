@@ -105,6 +105,8 @@ same_results() {
 	fi
 }
 
+. capi-tests/kernel_log.sh
+
 run_one() {
 	local b=$1 bin=$2
 	case $b in
@@ -131,6 +133,7 @@ for b in "${builds[@]}"; do
 			rm -f "$bin"
 			built=$(compile "$b" "$src" "$bin" >>"$log" 2>&1 && echo yes || echo no)
 		fi
+		mark=$(kernel_mark)
 		if [ "$built" = no ]; then
 			why="build failed"
 		elif run_one "$b" "$bin" >>"$log" 2>&1 && same_results "$b" "$name" >>"$log" 2>&1; then
@@ -145,6 +148,7 @@ for b in "${builds[@]}"; do
 		echo "FAIL $b $name: $why; $log:"
 		{ grep -E 'FAIL|error|ERROR|check failed|returned|Summary|definitely|signal|expected|missing|differ|^[<>]' "$log" || true; } |
 			head -n 30 | sed 's/^/    /'
+		kernel_since "$mark" | sed 's/^/    /'
 	done
 done
 

@@ -57,6 +57,7 @@ compile() {
 	esac
 }
 
+. capi-tests/kernel_log.sh
 failed=()
 read -r -a variants <<<"${VARIANTS:-ours asan staged staged-asan alone shared direct}"
 for b in "${variants[@]}"; do
@@ -74,6 +75,7 @@ for b in "${variants[@]}"; do
 		rm -f "$bin"
 		compile "$b" "$bin" >>"$log" 2>&1 || true
 	fi
+	mark=$(kernel_mark)
 	if [ ! -x "$bin" ]; then
 		why="build failed"
 	elif env "${env[@]}" timeout "$LIMIT" "$bin" -t "$SECS" "${args[@]}" "${EXTRA[@]}" >>"$log" 2>&1; then
@@ -87,6 +89,7 @@ for b in "${variants[@]}"; do
 	echo "FAIL stress $b: $why; $log:"
 	{ grep -E 'FAIL|error|ERROR|SUMMARY|seed|leaked|signal|runtime|stress_data: pid|^    |^#|^Thread' "$log" ||
 		tail -n 20 "$log"; } | head -n 120 | sed 's/^/    /'
+	kernel_since "$mark" | sed 's/^/    /'
 done
 
 if [ ${#failed[@]} -gt 0 ]; then
