@@ -85,6 +85,21 @@ fn addr_words(a: &Address) -> [u64; 2] {
     [(u64::from(a.pid) << 32) | u64::from(a.ep_id), a.nonce]
 }
 
+/// An address as one `u128`, never 0 (its pid is not 0).
+pub(super) fn pack(a: &Address) -> u128 {
+    pack_words(addr_words(a))
+}
+
+#[inline(always)]
+fn pack_words(w: [u64; 2]) -> u128 {
+    (u128::from(w[0]) << 64) | u128::from(w[1])
+}
+
+#[inline(always)]
+pub(super) fn unpack(p: u128) -> Address {
+    addr_of_words([(p >> 64) as u64, p as u64])
+}
+
 fn addr_of_words(w: [u64; 2]) -> Address {
     Address {
         pid: (w[0] >> 32) as u32,
@@ -131,16 +146,25 @@ impl Cache {
     }
 
     /// The address `fi_addr` names, if cached: `Some(None)` when it was
-    /// found not to be in the AV.
-    #[inline(always)]
+    /// found not to be in the AV ([`Cache::addr_packed`], unpacked).
+    #[cfg(test)]
     pub(super) fn addr_of(&self, fi_addr: u64, version: u64) -> Option<Option<Address>> {
+        self.addr_packed(fi_addr, version)
+            .map(|p| (p != 0).then(|| unpack(p)))
+    }
+
+    /// The address `fi_addr` names, if cached, packed in one `u128` (0:
+    /// found not to be in the AV), which stays in registers through the merge with
+    /// [`Av::addr_of`]'s locked path.
+    #[inline(always)]
+    pub(super) fn addr_packed(&self, fi_addr: u64, version: u64) -> Option<u128> {
         let e = &self.forward[(fi_addr as usize) & (ENTRIES - 1)];
         let x = e.get([fi_addr, 0], version)?;
         // A first word of 0 is pid 0, never an endpoint's.
         if x[0] == 0 && x[1] == ABSENT {
-            return Some(None);
+            return Some(0);
         }
-        Some(Some(addr_of_words(x)))
+        Some(pack_words(x))
     }
 
     pub(super) fn put_addr(&self, fi_addr: u64, version: u64, a: Option<Address>) {
@@ -183,6 +207,32 @@ mod tests {
             pid: 1000 + i,
             ep_id: i,
             nonce: 0xfeed_0000 + u64::from(i),
+        }
+    }
+
+    #[test]
+    fn packed_addresses_round_trip_and_are_never_zero() {
+        for x in [
+            a(0),
+            Address {
+                pid: 1,
+                ep_id: 0,
+                nonce: 0,
+            },
+            Address {
+                pid: u32::MAX,
+                ep_id: u32::MAX,
+                nonce: u64::MAX,
+            },
+            Address {
+                pid: 7,
+                ep_id: 0x8000_0000,
+                nonce: 1 << 63,
+            },
+        ] {
+            let p = pack(&x);
+            assert_ne!(p, 0, "{x:?}");
+            assert_eq!(unpack(p), x);
         }
     }
 
