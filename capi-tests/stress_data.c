@@ -1390,7 +1390,7 @@ static int held_in_kernel(void)
 {
 	static const long mm_calls[] = { -1, 9, 10, 11, 12, 25, 28 };
 	for (int i = 0; i < nproc; i++) {
-		char path[96], buf[512];
+		char path[96];
 		if (kids[i] <= 0)
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/task", (int)kids[i]);
@@ -1402,20 +1402,11 @@ static int held_in_kernel(void)
 		while (!held && (t = readdir(d)) != NULL) {
 			if (t->d_name[0] == '.')
 				continue;
-			snprintf(path, sizeof(path), "/proc/%d/task/%.16s/stat", (int)kids[i],
-				 t->d_name);
-			FILE *f = fopen(path, "r");
-			if (!f)
-				continue;
-			size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-			fclose(f);
-			buf[n] = 0;
-			char *rp = strrchr(buf, ')');
-			if (!rp || rp[1] != ' ' || rp[2] != 'D')
+			if (test_thread_state((int)kids[i], t->d_name) != 'D')
 				continue;
 			snprintf(path, sizeof(path), "/proc/%d/task/%.16s/syscall", (int)kids[i],
 				 t->d_name);
-			f = fopen(path, "r");
+			FILE *f = fopen(path, "r");
 			if (!f)
 				continue;
 			long nr = -2;

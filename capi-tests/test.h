@@ -102,6 +102,24 @@ static inline const char *test_errstr(long rc)
 }
 
 /* A strdup that aborts: hints strings are freed by fi_freeinfo. */
+/* The state letter of thread `tid` of process `pid` (the third field of
+ * /proc/<pid>/task/<tid>/stat: R, S, D, T, t, ...), 0 when it cannot be
+ * read (the thread is gone). */
+static inline char test_thread_state(int pid, const char *tid)
+{
+	char path[96], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/task/%.32s/stat", pid, tid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	/* After the command name, which may hold spaces and parentheses. */
+	const char *rp = strrchr(buf, ')');
+	return rp && rp[1] == ' ' ? rp[2] : 0;
+}
+
 static inline char *test_strdup(const char *s)
 {
 	char *d = strdup(s);

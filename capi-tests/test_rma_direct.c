@@ -122,16 +122,8 @@ static int stop_all(pid_t pid)
 		while ((de = readdir(d))) {
 			if (de->d_name[0] == '.')
 				continue;
-			char st[sizeof(path) + sizeof(de->d_name) + 8], buf[256];
-			snprintf(st, sizeof(st), "%s/%s/stat", path, de->d_name);
-			FILE *f = fopen(st, "r");
-			if (!f)
-				continue;
-			size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-			fclose(f);
-			buf[n] = 0;
-			const char *rp = strrchr(buf, ')');
-			if (rp && rp[1] == ' ' && rp[2] != 'T' && rp[2] != 't')
+			char st = test_thread_state((int)pid, de->d_name);
+			if (st && st != 'T' && st != 't')
 				running = 1;
 		}
 		closedir(d);
