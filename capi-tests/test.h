@@ -101,7 +101,6 @@ static inline const char *test_errstr(long rc)
 	return fi_strerror((int)-rc);
 }
 
-/* A strdup that aborts: hints strings are freed by fi_freeinfo. */
 /* The state letter of thread `tid` of process `pid` (the third field of
  * /proc/<pid>/task/<tid>/stat: R, S, D, T, t, ...), 0 when it cannot be
  * read (the thread is gone). */
@@ -120,6 +119,7 @@ static inline char test_thread_state(int pid, const char *tid)
 	return rp && rp[1] == ' ' ? rp[2] : 0;
 }
 
+/* A strdup that aborts: hints strings are freed by fi_freeinfo. */
 static inline char *test_strdup(const char *s)
 {
 	char *d = strdup(s);

@@ -154,8 +154,8 @@ impl Cache {
     }
 
     /// The address `fi_addr` names, if cached, packed in one `u128` (0:
-    /// found not to be in the AV), which stays in registers through the merge with
-    /// [`Av::addr_of`]'s locked path.
+    /// found not to be in the AV), which stays in registers through the
+    /// merge with [`Av::addr_of`]'s locked path.
     #[inline(always)]
     pub(super) fn addr_packed(&self, fi_addr: u64, version: u64) -> Option<u128> {
         let e = &self.forward[(fi_addr as usize) & (ENTRIES - 1)];
