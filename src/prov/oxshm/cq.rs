@@ -485,6 +485,56 @@ pub struct Cq {
     /// idle CQ takes no lock.
     busy_hint: AtomicBool,
     spin: Spin,
+    /// The application's array of the read under way, in a domain the
+    /// application serializes ([`Direct`]).
+    direct: std::cell::UnsafeCell<Direct>,
+}
+
+/// Where a read of a serialized domain's CQ (FI_THREAD_DOMAIN) takes the
+/// completions that its own progress pass makes: written straight into
+/// the application's array, in place of queuing each one and taking it
+/// back out under the lock again. Set by the reading thread for the pass
+/// while the queues are empty, and used by pushes that take the queues'
+/// lock through the serialization: those come from the application's
+/// thread, which by its promise is the reader (an outsider's push, or any
+/// push once the queues hold an entry, an error or an overrun, is queued:
+/// completions stay in order). Touched by the application's thread only.
+struct Direct {
+    buf: *mut c_void,
+    /// Room in `buf` (0: no read under way).
+    count: usize,
+    src: *mut fi_addr_t,
+    /// Entries written.
+    n: usize,
+}
+
+impl Direct {
+    const NONE: Direct = Direct {
+        buf: std::ptr::null_mut(),
+        count: 0,
+        src: std::ptr::null_mut(),
+        n: 0,
+    };
+}
+
+/// Ends a read's [`Direct`] however its progress pass ends (a panic
+/// caught at the ABI boundary included): no push may write into the
+/// array after the read returned.
+struct DirectRead<'a>(&'a Cq);
+
+impl DirectRead<'_> {
+    /// Entries written so far.
+    fn written(&self) -> usize {
+        // SAFETY: the application's thread's own field ([`Direct`]).
+        unsafe { (*self.0.direct.get()).n }
+    }
+}
+
+impl Drop for DirectRead<'_> {
+    fn drop(&mut self) {
+        // SAFETY: as above.
+        unsafe { *self.0.direct.get() = Direct::NONE };
+    }
 }
 
 /// The locked queues of a CQ; unlocking updates [`Cq::busy_hint`].
@@ -752,6 +802,7 @@ pub unsafe extern "C" fn open(
             sleeper: OnceLock::new(),
             busy_hint: AtomicBool::new(false),
             spin: Spin::default(),
+            direct: std::cell::UnsafeCell::new(Direct::NONE),
         });
         // SAFETY: cq checked non-NULL; written last, on success.
         unsafe { *cq = Box::into_raw(c) as *mut fid_cq };
@@ -916,7 +967,31 @@ impl Cq {
     /// beyond its size (logged once); fails with `Error::OVERRUN` only once
     /// the CQ has been overrun ([`Cq::record_overrun`]).
     pub fn push(&self, c: Completion) -> Result<()> {
-        self.enqueue(|q, seq| q.ok.push_back((seq, c)))
+        let mut q = self.lock();
+        if q.g.serialized() && q.ok.is_empty() && q.errs.is_empty() && q.overrun == Overrun::No {
+            // SAFETY: a lock taken through the serialization: this is the
+            // application's thread, whose field it is ([`Direct`]).
+            let d = unsafe { &mut *self.direct.get() };
+            if d.n < d.count {
+                // SAFETY: the reader's array holds d.count entries of the
+                // CQ's format, and d.src as many addresses if not NULL
+                // (fi_cq_read(3)); the read has not returned (DirectRead).
+                unsafe {
+                    self.write_entry(d.buf, d.n, &c);
+                    if !d.src.is_null() {
+                        d.src.add(d.n).write_unaligned(c.src);
+                    }
+                }
+                d.n += 1;
+                return Ok(());
+            }
+        }
+        self.check_room(&mut q)?;
+        let seq = q.next_seq;
+        q.next_seq += 1;
+        q.ok.push_back((seq, c));
+        self.wake(q);
+        Ok(())
     }
 
     /// Queues an error completion, in order with the successful ones: reads
@@ -1276,10 +1351,42 @@ unsafe extern "C" fn readfrom(
             let _hold = FdHold::new(c);
             c.domain().progress();
         } else {
+            // Queues empty (nothing readable, no signal):
+            // what the pass completes may go straight into `buf`.
+            let direct = (count > 0 && c.q.is_serialized() && !c.busy_hint.load(Ordering::Acquire))
+                .then(|| {
+                    // SAFETY: the application's thread's own field ([`Direct`]);
+                    // `buf` holds `count` entries, `src_addr` (if not NULL)
+                    // `count` addresses (fi_cq_readfrom(3)).
+                    unsafe {
+                        *c.direct.get() = Direct {
+                            buf,
+                            count,
+                            src: src_addr,
+                            n: 0,
+                        }
+                    };
+                    DirectRead(c)
+                });
             c.domain().progress();
-            // Nothing to read, nothing to clear: no lock.
+            let n = direct.as_ref().map_or(0, DirectRead::written);
+            drop(direct);
+            // Nothing (more) to read, nothing to clear: no lock.
             if !c.busy_hint.load(Ordering::Acquire) {
-                return Err(Error::AGAIN);
+                return if n > 0 {
+                    Ok(n as isize)
+                } else {
+                    Err(Error::AGAIN)
+                };
+            }
+            if n > 0 {
+                // Whatever else came (a signal, entries after the array
+                // filled) is for the next read; a signal is consumed by
+                // this one, as by a read of queued entries.
+                let mut q = c.lock();
+                q.signal = false;
+                c.sync_fd(&mut q);
+                return Ok(n as isize);
             }
         }
         let mut q = c.lock();

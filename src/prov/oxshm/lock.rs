@@ -138,6 +138,28 @@ impl Serial {
 /// An outsider's announcement ([`Serial::exclude`]).
 pub struct Excluded<'a>(&'a Serial);
 
+impl Serial {
+    /// The application's thread enters a section that no outsider may
+    /// overlap, without a locked instruction: None when an outsider is
+    /// announced (the caller then takes its lock for real). While the
+    /// section lasts, [`Serial::exclude`] waits; so the thread must not
+    /// call it meanwhile, as with the locks.
+    #[inline(always)]
+    pub fn section(&self) -> Option<Section<'_>> {
+        self.enter().then(|| Section(self))
+    }
+}
+
+/// A section of the application's thread ([`Serial::section`]).
+pub struct Section<'a>(&'a Serial);
+
+impl Drop for Section<'_> {
+    #[inline(always)]
+    fn drop(&mut self) {
+        self.0.leave();
+    }
+}
+
 impl Drop for Excluded<'_> {
     fn drop(&mut self) {
         self.0.outsiders.fetch_sub(1, Ordering::Release);
@@ -171,6 +193,12 @@ impl<T> Lock<T> {
             serial: serial.cloned(),
             ..Lock::new(value)
         }
+    }
+
+    /// Whether the lock belongs to a domain the application serializes.
+    #[inline(always)]
+    pub fn is_serialized(&self) -> bool {
+        self.serial.is_some()
     }
 
     #[inline]
@@ -290,6 +318,16 @@ pub struct LockGuard<'a, T> {
     _not_send: std::marker::PhantomData<*const ()>,
 }
 
+impl<T> LockGuard<'_, T> {
+    /// Whether the lock was taken through its domain's serialization: the
+    /// holder is then the application's thread (an outsider never takes
+    /// a lock so).
+    #[inline(always)]
+    pub fn serialized(&self) -> bool {
+        self.serial
+    }
+}
+
 impl<T> Deref for LockGuard<'_, T> {
     type Target = T;
     #[inline]
@@ -400,6 +438,47 @@ mod tests {
         drop(g);
         let waited = t.join().unwrap();
         assert!(waited >= std::time::Duration::from_millis(40));
+    }
+
+    #[test]
+    fn a_section_refused_to_an_outsider_leaves_the_count_alone() {
+        let s = Arc::new(Serial::default());
+        {
+            let sec = s.section().expect("no outsider yet");
+            assert_eq!(s.held.load(Ordering::Relaxed), 1);
+            let nested = s.section().expect("nested");
+            assert_eq!(s.held.load(Ordering::Relaxed), 2);
+            drop(nested);
+            drop(sec);
+        }
+        assert_eq!(s.held.load(Ordering::Relaxed), 0);
+        let out = s.exclude();
+        // Refused: nothing entered, so nothing to leave.
+        assert!(s.section().is_none());
+        assert_eq!(s.held.load(Ordering::Relaxed), 0);
+        drop(out);
+        // An outsider after it finds the count at zero and gets in.
+        let s2 = s.clone();
+        std::thread::spawn(move || drop(s2.exclude()))
+            .join()
+            .unwrap();
+        assert!(s.section().is_some());
+        assert_eq!(s.held.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn an_outsider_waits_for_the_section_to_end() {
+        let s = Arc::new(Serial::default());
+        let sec = s.section().unwrap();
+        let s2 = s.clone();
+        let t = std::thread::spawn(move || {
+            let start = std::time::Instant::now();
+            drop(s2.exclude());
+            start.elapsed()
+        });
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        drop(sec);
+        assert!(t.join().unwrap() >= std::time::Duration::from_millis(40));
     }
 
     #[test]

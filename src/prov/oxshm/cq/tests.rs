@@ -9,6 +9,11 @@ pub struct Res {
 
 impl Res {
     pub fn new(api_version: u32) -> Res {
+        Res::with_threading(api_version, 0)
+    }
+
+    /// A domain opened with `threading` in its domain_attr (0: none given).
+    pub fn with_threading(api_version: u32, threading: u32) -> Res {
         let attr = FabricAttr {
             name: None,
             prov_name: None,
@@ -16,8 +21,15 @@ impl Res {
             api_version,
         };
         let fabric = super::super::fabric::open(&attr, std::ptr::null_mut()).unwrap();
-        // SAFETY: a zeroed fi_info (no attributes) is valid input.
-        let info: fi_info = unsafe { std::mem::zeroed() };
+        // SAFETY: a zeroed fi_info (no attributes) is valid input, and so
+        // is one with a zeroed domain_attr but for its threading.
+        let mut info: fi_info = unsafe { std::mem::zeroed() };
+        // SAFETY: as above.
+        let mut dattr: crate::abi::fabric::fi_domain_attr = unsafe { std::mem::zeroed() };
+        if threading != 0 {
+            dattr.threading = threading;
+            info.domain_attr = &mut dattr;
+        }
         // SAFETY: fabric was just opened by oxshm.
         let fab =
             unsafe { from_fid::<super::super::fabric::Fabric>(fabric as *const fid) }.unwrap();
@@ -802,5 +814,163 @@ fn strerror_fills_buffer() {
     // SAFETY: NULL buf: the static message.
     let s = unsafe { strerror(cq, i32::MIN, std::ptr::null(), std::ptr::null_mut(), 0) };
     assert!(!s.is_null());
+    assert_eq!(close_cq(cq), 0);
+}
+
+/// A CQ of a domain the application serializes (FI_THREAD_DOMAIN), with
+/// its domain; None where the asymmetric fence it needs is missing.
+fn serialized_cq(format: fi_cq_format) -> (Res, *mut fid_cq) {
+    let r = Res::with_threading(
+        API_VERSION,
+        crate::abi::fabric::fi_threading::FI_THREAD_DOMAIN as u32,
+    );
+    assert!(
+        super::super::lock::Serial::available(),
+        "membarrier(2) global expedited is needed (Linux 4.16)"
+    );
+    let cq = open_cq(&r, &mut attr(format, fi_wait_obj::FI_WAIT_NONE, 8)).unwrap();
+    assert!(cq_ref(cq).q.is_serialized());
+    (r, cq)
+}
+
+/// Opens a read's direct window on `c` over `out` (as readfrom does
+/// around its progress pass).
+fn direct_window<'a>(c: &'a Cq, out: &mut [*mut c_void], src: *mut fi_addr_t) -> DirectRead<'a> {
+    // SAFETY: this thread is the application's; out holds out.len()
+    // context entries, src as many addresses if not NULL.
+    unsafe {
+        *c.direct.get() = Direct {
+            buf: out.as_mut_ptr() as *mut c_void,
+            count: out.len(),
+            src,
+            n: 0,
+        }
+    };
+    DirectRead(c)
+}
+
+#[test]
+fn a_read_takes_its_own_completions_directly_and_queues_the_rest() {
+    let (_r, cq) = serialized_cq(fi_cq_format::FI_CQ_FORMAT_CONTEXT);
+    let c = cq_ref(cq);
+    let mut out = [std::ptr::null_mut::<c_void>(); 2];
+    let mut src = [0 as fi_addr_t; 2];
+    let w = direct_window(c, &mut out, src.as_mut_ptr());
+    for i in 1..=3 {
+        c.push(Completion {
+            context: ctx(i),
+            src: 40 + i as u64,
+            ..Completion::default()
+        })
+        .unwrap();
+    }
+    assert_eq!(w.written(), 2);
+    drop(w);
+    assert_eq!(out, [ctx(1), ctx(2)]);
+    assert_eq!(src, [41, 42]);
+    // The one past the array's end waits in the queue, and a push after
+    // the read ended is queued behind it.
+    c.push(Completion {
+        context: ctx(4),
+        ..Completion::default()
+    })
+    .unwrap();
+    let mut rest = [std::ptr::null_mut::<c_void>(); 4];
+    // SAFETY: rest holds 4 context entries.
+    let n = unsafe { ops(cq).read.unwrap()(cq, rest.as_mut_ptr() as *mut c_void, 4) };
+    assert_eq!(n, 2);
+    assert_eq!(&rest[..2], &[ctx(3), ctx(4)]);
+    assert_eq!(close_cq(cq), 0);
+}
+
+#[test]
+fn a_direct_read_never_overtakes_a_queued_error() {
+    let (_r, cq) = serialized_cq(fi_cq_format::FI_CQ_FORMAT_CONTEXT);
+    let c = cq_ref(cq);
+    let mut out = [std::ptr::null_mut::<c_void>(); 4];
+    let w = direct_window(c, &mut out, std::ptr::null_mut());
+    c.push(Completion {
+        context: ctx(1),
+        ..Completion::default()
+    })
+    .unwrap();
+    c.push_err(ErrCompletion {
+        context: ctx(2),
+        err: libc::EACCES,
+        prov_errno: libc::EACCES,
+        ..ErrCompletion::default()
+    })
+    .unwrap();
+    c.push(Completion {
+        context: ctx(3),
+        ..Completion::default()
+    })
+    .unwrap();
+    // The success before the error went into the array; the one after it
+    // waits behind the error.
+    assert_eq!(w.written(), 1);
+    drop(w);
+    assert_eq!(out[0], ctx(1));
+    let read = ops(cq).read.unwrap();
+    let mut rest = [std::ptr::null_mut::<c_void>(); 4];
+    let p = rest.as_mut_ptr() as *mut c_void;
+    // SAFETY: rest holds 4 context entries.
+    assert_eq!(unsafe { read(cq, p, 4) }, Error::AVAIL.code() as isize);
+    // SAFETY: all-zero is a valid fi_cq_err_entry.
+    let mut e: fi_cq_err_entry = unsafe { std::mem::zeroed() };
+    // SAFETY: e is a writable entry.
+    assert_eq!(unsafe { ops(cq).readerr.unwrap()(cq, &mut e, 0) }, 1);
+    assert_eq!(e.op_context, ctx(2));
+    // SAFETY: as above.
+    assert_eq!(unsafe { read(cq, p, 4) }, 1);
+    assert_eq!(rest[0], ctx(3));
+    assert_eq!(close_cq(cq), 0);
+}
+
+#[test]
+fn an_outsiders_push_is_queued_during_a_direct_read() {
+    let (r, cq) = serialized_cq(fi_cq_format::FI_CQ_FORMAT_CONTEXT);
+    let c = cq_ref(cq);
+    // SAFETY: the domain is live.
+    let d = unsafe { from_fid::<Domain>(r.domain as *const fid) }.unwrap();
+    let serial = d.serial.clone().unwrap();
+    let mut out = [std::ptr::null_mut::<c_void>(); 4];
+    let w = direct_window(c, &mut out, std::ptr::null_mut());
+    let c_addr = c as *const Cq as usize;
+    std::thread::spawn(move || {
+        let _out = serial.exclude();
+        // SAFETY: the CQ outlives the thread (joined below).
+        let c = unsafe { &*(c_addr as *const Cq) };
+        c.push(Completion {
+            context: ctx(7),
+            ..Completion::default()
+        })
+        .unwrap();
+    })
+    .join()
+    .unwrap();
+    assert_eq!(w.written(), 0);
+    drop(w);
+    assert_eq!(out[0], std::ptr::null_mut());
+    let mut rest = [std::ptr::null_mut::<c_void>(); 4];
+    // SAFETY: rest holds 4 context entries.
+    let n = unsafe { ops(cq).read.unwrap()(cq, rest.as_mut_ptr() as *mut c_void, 4) };
+    assert_eq!((n, rest[0]), (1, ctx(7)));
+    assert_eq!(close_cq(cq), 0);
+}
+
+#[test]
+fn no_push_writes_into_an_array_after_its_read_ended() {
+    let (_r, cq) = serialized_cq(fi_cq_format::FI_CQ_FORMAT_CONTEXT);
+    let c = cq_ref(cq);
+    let mut out = [std::ptr::null_mut::<c_void>(); 4];
+    drop(direct_window(c, &mut out, std::ptr::null_mut()));
+    c.push(Completion {
+        context: ctx(5),
+        ..Completion::default()
+    })
+    .unwrap();
+    assert_eq!(out[0], std::ptr::null_mut());
+    assert_eq!(c.len(), 1);
     assert_eq!(close_cq(cq), 0);
 }

@@ -465,32 +465,34 @@ impl Xfer {
                 return Some(self.post_as(&p, Some(true), true));
             }
         }
-        let (kind, cntr) = match q.write {
-            Some(_) => (OpKind::Write, C_WRITE),
-            None => (
-                OpKind::Send {
+        let cntr = if q.write.is_some() { C_WRITE } else { C_SEND };
+        // The operation as a completion reports it: built only where one
+        // does (an inject without a counter has nothing to report).
+        let op = || {
+            let kind = match q.write {
+                Some(_) => OpKind::Write,
+                None => OpKind::Send {
                     tagged: q.tagged,
                     tag: q.tag,
                 },
-                C_SEND,
-            ),
-        };
-        let op = Pending {
-            context: q.context,
-            cflags: cflags(&kind),
-            len: q.len as u64,
-            report,
-            cntr,
-            sink: Vec::new(),
-            bulk: None,
-            peer: dest,
-            tag: q.tag,
-            data: q.data.unwrap_or(0),
+            };
+            Pending {
+                context: q.context,
+                cflags: cflags(&kind),
+                len: q.len as u64,
+                report,
+                cntr,
+                sink: Vec::new(),
+                bulk: None,
+                peer: dest,
+                tag: q.tag,
+                data: q.data.unwrap_or(0),
+            }
         };
         // As in post: a closed target takes nothing.
         if peer.seg.owner_closed() {
             drop(peers);
-            self.completed(op, Err(Error::HOSTUNREACH));
+            self.completed(op(), Err(Error::HOSTUNREACH));
             return Some(Ok(()));
         }
         let flags = W_INLINE
@@ -503,10 +505,11 @@ impl Xfer {
             | if q.data.is_some() { W_DATA } else { 0 };
         // The short header when nothing needs the whole one (it takes the
         // source's pid from the claim: not in a fork child).
+        let data = q.data.unwrap_or(0);
         let r = if self.auth.is_empty() && self.addr.pid == shm::my_pid() {
-            self.put_small(peer, q, flags, op.data)
+            self.put_small(peer, q, flags, data)
         } else {
-            self.put_wire(peer, q, flags, op.data)
+            self.put_wire(peer, q, flags, data)
         };
         drop(peers);
         if let Err(e) = r {
@@ -515,7 +518,9 @@ impl Xfer {
             }
             return Some(Err(e));
         }
-        self.completed(op, Ok(()));
+        if report || self.cntr(cntr).is_some() {
+            self.completed(op(), Ok(()));
+        }
         Some(Ok(()))
     }
 
@@ -961,11 +966,10 @@ impl Xfer {
 /// returns the end of the message.
 #[inline(always)]
 fn payload(cell: &mut [u8], head: usize, buf: *const c_void, len: usize) -> usize {
-    if len > 0 {
-        // SAFETY: the application's buffer is readable for the length it
-        // gave (fi_msg(3), fi_rma(3)); the caller checked it is not NULL.
-        let src = unsafe { std::slice::from_raw_parts(buf as *const u8, len) };
-        cell[head..head + len].copy_from_slice(src);
-    }
+    let dst = &mut cell[head..head + len];
+    // SAFETY: the application's buffer is readable for the length it gave
+    // (fi_msg(3), fi_rma(3)), and is not NULL where that is not 0 (the
+    // caller checked); `dst` is the cell's, len bytes long.
+    unsafe { super::copy::copy_short(buf as *const u8, dst.as_mut_ptr(), len) };
     head + len
 }
