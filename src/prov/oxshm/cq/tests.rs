@@ -817,6 +817,27 @@ fn strerror_fills_buffer() {
     assert_eq!(close_cq(cq), 0);
 }
 
+/// Queues (or writes, in a direct read) a successful completion with
+/// context `i`.
+fn push_ok(c: &Cq, i: usize) {
+    c.push(Completion {
+        context: ctx(i),
+        ..Completion::default()
+    })
+    .unwrap();
+}
+
+/// Queues an error completion (-FI_EACCES) with context `i`.
+fn push_refused(c: &Cq, i: usize) {
+    c.push_err(ErrCompletion {
+        context: ctx(i),
+        err: libc::EACCES,
+        prov_errno: libc::EACCES,
+        ..ErrCompletion::default()
+    })
+    .unwrap();
+}
+
 /// A CQ of a domain the application serializes (FI_THREAD_DOMAIN), with
 /// its domain; None where the asymmetric fence it needs is missing.
 fn serialized_cq(format: fi_cq_format) -> (Res, *mut fid_cq) {
@@ -870,11 +891,7 @@ fn a_read_takes_its_own_completions_directly_and_queues_the_rest() {
     assert_eq!(src, [41, 42]);
     // The one past the array's end waits in the queue, and a push after
     // the read ended is queued behind it.
-    c.push(Completion {
-        context: ctx(4),
-        ..Completion::default()
-    })
-    .unwrap();
+    push_ok(c, 4);
     let mut rest = [std::ptr::null_mut::<c_void>(); 4];
     // SAFETY: rest holds 4 context entries.
     let n = unsafe { ops(cq).read.unwrap()(cq, rest.as_mut_ptr() as *mut c_void, 4) };
@@ -889,23 +906,9 @@ fn a_direct_read_never_overtakes_a_queued_error() {
     let c = cq_ref(cq);
     let mut out = [std::ptr::null_mut::<c_void>(); 4];
     let w = direct_window(c, &mut out, std::ptr::null_mut());
-    c.push(Completion {
-        context: ctx(1),
-        ..Completion::default()
-    })
-    .unwrap();
-    c.push_err(ErrCompletion {
-        context: ctx(2),
-        err: libc::EACCES,
-        prov_errno: libc::EACCES,
-        ..ErrCompletion::default()
-    })
-    .unwrap();
-    c.push(Completion {
-        context: ctx(3),
-        ..Completion::default()
-    })
-    .unwrap();
+    push_ok(c, 1);
+    push_refused(c, 2);
+    push_ok(c, 3);
     // The success before the error went into the array; the one after it
     // waits behind the error.
     assert_eq!(w.written(), 1);
@@ -965,11 +968,7 @@ fn no_push_writes_into_an_array_after_its_read_ended() {
     let c = cq_ref(cq);
     let mut out = [std::ptr::null_mut::<c_void>(); 4];
     drop(direct_window(c, &mut out, std::ptr::null_mut()));
-    c.push(Completion {
-        context: ctx(5),
-        ..Completion::default()
-    })
-    .unwrap();
+    push_ok(c, 5);
     assert_eq!(out[0], std::ptr::null_mut());
     assert_eq!(c.len(), 1);
     assert_eq!(close_cq(cq), 0);
