@@ -577,12 +577,53 @@ struct Peer {
     table: std::sync::OnceLock<Option<super::direct::PeerTable>>,
 }
 
+/// The objects the endpoint was bound to when it was enabled, resolved
+/// once: the bindings do not change from then on, and each bound object
+/// outlives the transport (it refuses to close while bound, and the
+/// endpoint's close stops the transport before it releases them). Every
+/// message looked its CQ, counter and AV up through the bindings before:
+/// an `Option` chain and a class check each time.
+struct Resolved {
+    /// The CQ by direction ([`super::ep::CQ_DIRS`]) and whether it was
+    /// bound with FI_SELECTIVE_COMPLETION.
+    cq: [Option<(*const Cq, bool)>; 2],
+    /// The counter by event ([`super::ep::CNTR_EVENTS`]).
+    cntr: [Option<*const Cntr>; 6],
+    av: Option<*const super::av::Av>,
+}
+
+impl Resolved {
+    fn of(ep: &Ep) -> Resolved {
+        let Some(en) = ep.enabled() else {
+            return Resolved {
+                cq: [None; 2],
+                cntr: [None; 6],
+                av: None,
+            };
+        };
+        let b = &en.bindings;
+        let cq = |recv: bool| {
+            let c = b.cq[recv as usize].as_ref()?;
+            Some((
+                c.get::<Cq>()? as *const Cq,
+                c.flags & FI_SELECTIVE_COMPLETION != 0,
+            ))
+        };
+        Resolved {
+            cq: [cq(false), cq(true)],
+            cntr: std::array::from_fn(|i| b.cntr(i).map(|c| c as *const Cntr)),
+            av: b.av().map(|a| a as *const super::av::Av),
+        }
+    }
+}
+
 /// An endpoint's transport, from `fi_enable` to `fi_close`.
 pub struct Xfer {
     pub addr: Address,
     inbox: Segment,
     ep: *const Ep,
     domain: *const Domain,
+    bound: Resolved,
     peers: Lock<PeerMap>,
     /// Peers found gone: operations to them fail at once.
     dead: Mutex<std::collections::HashSet<Address>>,
@@ -782,6 +823,7 @@ impl Xfer {
             inbox,
             ep,
             domain: ep.domain(),
+            bound: Resolved::of(ep),
             peers: Lock::serialized(PeerMap::default(), serial),
             dead: Mutex::new(Default::default()),
             pend: Lock::serialized(PendTable::default(), serial),
@@ -1327,8 +1369,7 @@ impl Xfer {
     /// comes back through memory and is loaded wider than it was stored.
     #[inline(always)]
     fn resolve(&self, dest: fi_addr_t) -> Result<Address> {
-        let en = self.ep().enabled().ok_or(Error::OPBADSTATE)?;
-        let av = en.bindings.av().ok_or(Error::NOAV)?;
+        let av = self.av().ok_or(Error::NOAV)?;
         match av.addr_of(dest) {
             Some(a) => Ok(a),
             None => {
@@ -1345,23 +1386,35 @@ impl Xfer {
 
     /// The AV handle of `a` in the endpoint's AV (FI_ADDR_NOTAVAIL if absent).
     fn source(&self, a: &Address) -> fi_addr_t {
-        self.ep()
-            .enabled()
-            .and_then(|e| e.bindings.av())
+        self.av()
             .and_then(|av| av.find(a))
             .unwrap_or(FI_ADDR_NOTAVAIL)
     }
 
-    // ------------------------------------------------------- completions --
-
-    fn cq(&self, recv: bool) -> Option<(&Cq, bool)> {
-        let en = self.ep().enabled()?;
-        let b = en.bindings.cq[recv as usize].as_ref()?;
-        Some((b.get::<Cq>()?, b.flags & FI_SELECTIVE_COMPLETION != 0))
+    /// The AV the endpoint was enabled with ([`Resolved`]).
+    #[inline(always)]
+    fn av(&self) -> Option<&super::av::Av> {
+        // SAFETY: a bound object outlives the transport ([`Resolved`]).
+        self.bound.av.map(|a| unsafe { &*a })
     }
 
+    // ------------------------------------------------------- completions --
+
+    #[inline(always)]
+    fn cq(&self, recv: bool) -> Option<(&Cq, bool)> {
+        // SAFETY: as in `av`.
+        self.bound.cq[recv as usize].map(|(c, selective)| (unsafe { &*c }, selective))
+    }
+
+    #[inline(always)]
     fn cntr(&self, i: usize) -> Option<&Cntr> {
-        self.ep().enabled()?.bindings.cntr(i)
+        // SAFETY: as in `av`.
+        self.bound
+            .cntr
+            .get(i)
+            .copied()
+            .flatten()
+            .map(|c| unsafe { &*c })
     }
 
     /// Reports a finished transmit operation.
