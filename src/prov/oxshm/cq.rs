@@ -954,7 +954,11 @@ impl Cq {
     /// Queues one entry (successful or error) under the next sequence
     /// number, which keeps both queues in arrival order, and wakes waiters.
     fn enqueue(&self, put: impl FnOnce(&mut Queues, u64)) -> Result<()> {
-        let mut q = self.lock();
+        self.enqueue_locked(self.lock(), put)
+    }
+
+    /// [`Cq::enqueue`] with the queues locked already.
+    fn enqueue_locked(&self, mut q: QGuard<'_>, put: impl FnOnce(&mut Queues, u64)) -> Result<()> {
         self.check_room(&mut q)?;
         let seq = q.next_seq;
         q.next_seq += 1;
@@ -967,7 +971,7 @@ impl Cq {
     /// beyond its size (logged once); fails with `Error::OVERRUN` only once
     /// the CQ has been overrun ([`Cq::record_overrun`]).
     pub fn push(&self, c: Completion) -> Result<()> {
-        let mut q = self.lock();
+        let q = self.lock();
         if q.g.serialized() && q.ok.is_empty() && q.errs.is_empty() && q.overrun == Overrun::No {
             // SAFETY: a lock taken through the serialization: this is the
             // application's thread, whose field it is ([`Direct`]).
@@ -986,12 +990,7 @@ impl Cq {
                 return Ok(());
             }
         }
-        self.check_room(&mut q)?;
-        let seq = q.next_seq;
-        q.next_seq += 1;
-        q.ok.push_back((seq, c));
-        self.wake(q);
-        Ok(())
+        self.enqueue_locked(q, |q, seq| q.ok.push_back((seq, c)))
     }
 
     /// Queues an error completion, in order with the successful ones: reads
@@ -1383,9 +1382,7 @@ unsafe extern "C" fn readfrom(
                 // Whatever else came (a signal, entries after the array
                 // filled) is for the next read; a signal is consumed by
                 // this one, as by a read of queued entries.
-                let mut q = c.lock();
-                q.signal = false;
-                c.sync_fd(&mut q);
+                c.lock().signal = false;
                 return Ok(n as isize);
             }
         }

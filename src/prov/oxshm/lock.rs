@@ -128,17 +128,6 @@ impl Serial {
         Excluded(self)
     }
 
-    /// Whether serialization may stand in for the locks here: it needs the
-    /// asymmetric fence.
-    pub fn available() -> bool {
-        super::shm::asym()
-    }
-}
-
-/// An outsider's announcement ([`Serial::exclude`]).
-pub struct Excluded<'a>(&'a Serial);
-
-impl Serial {
     /// The application's thread enters a section that no outsider may
     /// overlap, without a locked instruction: None when an outsider is
     /// announced (the caller then takes its lock for real). While the
@@ -148,7 +137,16 @@ impl Serial {
     pub fn section(&self) -> Option<Section<'_>> {
         self.enter().then(|| Section(self))
     }
+
+    /// Whether serialization may stand in for the locks here: it needs the
+    /// asymmetric fence.
+    pub fn available() -> bool {
+        super::shm::asym()
+    }
 }
+
+/// An outsider's announcement ([`Serial::exclude`]).
+pub struct Excluded<'a>(&'a Serial);
 
 /// A section of the application's thread ([`Serial::section`]).
 pub struct Section<'a>(&'a Serial);
