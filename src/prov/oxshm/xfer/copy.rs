@@ -551,6 +551,22 @@ fn valgrind_request(_req: u64, _a1: u64, _a2: u64) -> u64 {
 mod tests {
     use super::*;
 
+    /// Every length the short copy treats in place (and some past them)
+    /// copies exactly its bytes, and not one byte around them.
+    #[test]
+    fn short_copies_move_exactly_their_bytes() {
+        let src: Vec<u8> = (1..=48).collect();
+        for n in 0..=40 {
+            let mut dst = [0xeeu8; 48];
+            // SAFETY: n <= 40 bytes of src are readable, and dst[4..]
+            // holds 44 writable bytes that do not overlap src.
+            unsafe { copy_short(src.as_ptr(), dst[4..].as_mut_ptr(), n) };
+            assert_eq!(&dst[4..4 + n], &src[..n], "{n} bytes");
+            assert!(dst[..4].iter().all(|&b| b == 0xee), "before, {n} bytes");
+            assert!(dst[4 + n..].iter().all(|&b| b == 0xee), "after, {n} bytes");
+        }
+    }
+
     /// A cross-memory copy gathers and scatters across pieces of any
     /// shape: few (iovecs on the stack) and many (on the heap), both ways.
     #[test]
