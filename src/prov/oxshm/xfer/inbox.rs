@@ -180,17 +180,23 @@ impl Xfer {
         }
     }
 
-    /// Verifies an access against this endpoint's domain. The returned
-    /// guard keeps closes of the domain's regions waiting until dropped.
+    /// Verifies an access against this endpoint's domain, inside the
+    /// caller's `_active` window ([`Active`]: closes of the domain's
+    /// regions wait until it ends), and writes what it may touch into
+    /// `out`, where the caller uses it ([`Registry::verify_into`]).
+    ///
+    /// [`Registry::verify_into`]: crate::mr::Registry::verify_into
+    #[inline(always)]
     pub(super) fn verify(
         &self,
+        _active: &Active<'_>,
         w: &Wire,
         auth: &[u8],
         want: Access,
         len: u64,
-    ) -> Result<(crate::mr::Target, Active<'_>)> {
+        out: &mut crate::mr::Target,
+    ) -> Result<()> {
         let d = self.domain();
-        let guard = Active::enter(d);
         let digest = (!auth.is_empty()).then(|| d.registry.auth_digest(auth));
         // FI_MR_ENDPOINT: a region is reachable only through the endpoint
         // it is bound to. Looked at before the verification too, which
@@ -214,11 +220,15 @@ impl Xfer {
         if scoped && d.registry.handle(w.key).is_ok_and(|h| foreign(&h)) {
             return Err(Error::ACCES);
         }
-        match d.registry.verify(w.key, w.addr, len, want, digest) {
+        let verified = d
+            .registry
+            .verify_into(w.key, w.addr, len, want, digest, out);
+        let t = &*out;
+        match verified {
             // Again for the region verified (the key may have been
             // closed and reused since the look).
-            Ok(t) if scoped && foreign(&t.handle) => Err(Error::ACCES),
-            Ok(t)
+            Ok(()) if scoped && foreign(&t.handle) => return Err(Error::ACCES),
+            Ok(())
                 if d.pins
                     .as_ref()
                     .is_some_and(|p| p.stale(t.handle.slot(), t.pieces())) =>
@@ -232,9 +242,9 @@ impl Xfer {
                     w.key,
                     w.addr
                 );
-                Err(Error::FAULT)
+                return Err(Error::FAULT);
             }
-            Ok(t) => Ok((t, guard)),
+            Ok(()) => {}
             Err(e) => {
                 crate::ox_log!(
                     Info,
@@ -246,9 +256,9 @@ impl Xfer {
                     w.addr,
                     e
                 );
-                Err(e)
             }
         }
+        verified
     }
 
     /// Counts an accepted remote access at the endpoint counter and at
@@ -296,7 +306,10 @@ impl Xfer {
         } else {
             Access::REMOTE_WRITE
         };
-        let (t, active) = self.verify(w, auth, want, w.len)?;
+        let active = Active::enter(self.domain());
+        // Used where the verification wrote it (see `verify`).
+        let mut t = crate::mr::Target::VACANT;
+        self.verify(&active, w, auth, want, w.len, &mut t)?;
         let mut out = Vec::new();
         if w.flags & W_INLINE != 0 {
             if read {
@@ -395,7 +408,9 @@ impl Xfer {
             return Err(Error::INVAL);
         }
         let (operand, compare) = body.split_at(n_operand);
-        let (t, _active) = self.verify(w, auth, want, len)?;
+        let active = Active::enter(self.domain());
+        let mut t = crate::mr::Target::VACANT;
+        self.verify(&active, w, auth, want, len, &mut t)?;
         let mut target = vec![0u8; len as usize];
         let mut result = if kind == atomics::Kind::Base {
             None
@@ -424,7 +439,7 @@ impl Xfer {
             C_REMOTE_WRITE
         };
         self.count_remote(&t.handle, event, len);
-        drop(_active);
+        drop(active);
         self.remote_data(
             w,
             FI_ATOMIC
