@@ -69,21 +69,6 @@ enum Pieces {
 }
 
 impl Target {
-    /// A target that names no region, for [`Registry::verify_into`] to
-    /// fill.
-    pub const VACANT: Target = Target {
-        context: 0,
-        slot: 0,
-        handle: Handle {
-            slot: 0,
-            gen: 0,
-            key: 0,
-        },
-        flags: RegFlags::empty(),
-        iface: 0,
-        pieces: Pieces::Empty,
-    };
-
     /// `(address, length)` of each run of bytes the access touches, in the
     /// order of the remote buffer. Empty for a zero-length access.
     pub fn pieces(&self) -> &[(u64, u64)] {
@@ -144,13 +129,14 @@ impl Registry {
         access: Access,
         auth: Option<u64>,
     ) -> Result<Target> {
-        let mut t = Target::VACANT;
-        self.verify_into(key, addr, len, access, auth, &mut t)
-            .map(|()| t)
+        let mut t = None;
+        self.verify_into(key, addr, len, access, auth, &mut t)?;
+        t.ok_or(Error::INVAL)
     }
 
     /// As [`Registry::verify`], writing the target into `out` (left as it
-    /// was on an error). A data path that uses the target where it was
+    /// was on an error). `out` starts as `None`: a target to fill would be
+    /// written twice. A data path that uses the target where it was
     /// written reads each field as it was stored. A returned target is
     /// built in a temporary field by field and moved with 16-byte loads
     /// right after, each of which waits for the narrower stores it spans
@@ -164,7 +150,7 @@ impl Registry {
         len: u64,
         access: Access,
         auth: Option<u64>,
-        out: &mut Target,
+        out: &mut Option<Target>,
     ) -> Result<()> {
         let r = match &self.index {
             None => match self.codec.decode(key) {
@@ -200,7 +186,7 @@ impl Registry {
         len: u64,
         want: Access,
         auth: Option<u64>,
-        out: &mut Target,
+        out: &mut Option<Target>,
     ) -> std::result::Result<(), Miss> {
         let s = self.slot(slot).ok_or(Miss::Stale)?;
         loop {
@@ -248,7 +234,7 @@ impl Registry {
             {
                 continue;
             }
-            *out = Target {
+            *out = Some(Target {
                 context: snap.context,
                 slot,
                 handle: Handle {
@@ -259,7 +245,7 @@ impl Registry {
                 flags,
                 iface: meta_iface(snap.meta),
                 pieces,
-            };
+            });
             return Ok(());
         }
     }

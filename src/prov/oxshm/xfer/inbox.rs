@@ -194,7 +194,7 @@ impl Xfer {
         auth: &[u8],
         want: Access,
         len: u64,
-        out: &mut crate::mr::Target,
+        out: &mut Option<crate::mr::Target>,
     ) -> Result<()> {
         let d = self.domain();
         let digest = (!auth.is_empty()).then(|| d.registry.auth_digest(auth));
@@ -223,12 +223,11 @@ impl Xfer {
         let verified = d
             .registry
             .verify_into(w.key, w.addr, len, want, digest, out);
-        let t = &*out;
-        match verified {
+        match (verified, out.as_ref()) {
             // Again for the region verified (the key may have been
             // closed and reused since the look).
-            Ok(()) if scoped && foreign(&t.handle) => return Err(Error::ACCES),
-            Ok(())
+            (Ok(()), Some(t)) if scoped && foreign(&t.handle) => return Err(Error::ACCES),
+            (Ok(()), Some(t))
                 if d.pins
                     .as_ref()
                     .is_some_and(|p| p.stale(t.handle.slot(), t.pieces())) =>
@@ -244,8 +243,8 @@ impl Xfer {
                 );
                 return Err(Error::FAULT);
             }
-            Ok(()) => {}
-            Err(e) => {
+            (Ok(()), _) => {}
+            (Err(e), _) => {
                 crate::ox_log!(
                     Info,
                     EpData,
@@ -308,8 +307,11 @@ impl Xfer {
         };
         let active = Active::enter(self.domain());
         // Used where the verification wrote it (see `verify`).
-        let mut t = crate::mr::Target::VACANT;
-        self.verify(&active, w, auth, want, w.len, &mut t)?;
+        let mut verified = None;
+        self.verify(&active, w, auth, want, w.len, &mut verified)?;
+        let Some(t) = verified.as_ref() else {
+            return Err(Error::INVAL);
+        };
         let mut out = Vec::new();
         if w.flags & W_INLINE != 0 {
             if read {
@@ -341,7 +343,7 @@ impl Xfer {
             let mine = self.peer(&w.src())?.cma;
             let theirs = w.flags & W_SPLIT != 0;
             if !mine && !theirs {
-                return self.stage_rma(w, t, active);
+                return self.stage_rma(w, t.clone(), active);
             }
             let share = if theirs && (!mine || w.len >= SPLIT_MIN || self.inbox.more_behind()) {
                 self.initiator_share(w.len, mine)
@@ -362,7 +364,7 @@ impl Xfer {
                     return Ok(None);
                 }
                 if !mine {
-                    return self.stage_rma(w, t, active);
+                    return self.stage_rma(w, t.clone(), active);
                 }
             }
             cross_copy(w.src_pid, t.pieces(), &remote, w.len, !read)?;
@@ -409,8 +411,11 @@ impl Xfer {
         }
         let (operand, compare) = body.split_at(n_operand);
         let active = Active::enter(self.domain());
-        let mut t = crate::mr::Target::VACANT;
-        self.verify(&active, w, auth, want, len, &mut t)?;
+        let mut verified = None;
+        self.verify(&active, w, auth, want, len, &mut verified)?;
+        let Some(t) = verified.as_ref() else {
+            return Err(Error::INVAL);
+        };
         let mut target = vec![0u8; len as usize];
         let mut result = if kind == atomics::Kind::Base {
             None
