@@ -1039,6 +1039,7 @@ impl Cq {
     ///
     /// # Safety
     /// `buf` holds at least `i + 1` entries of the CQ's format.
+    #[inline(always)]
     unsafe fn write_entry(&self, buf: *mut c_void, i: usize, c: &Completion) {
         // SAFETY: per the function contract; unaligned writes tolerate any
         // buffer the application passes.
