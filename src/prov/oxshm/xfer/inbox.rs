@@ -183,19 +183,19 @@ impl Xfer {
     /// Verifies an access against this endpoint's domain, inside the
     /// caller's `_active` window ([`Active`]: closes of the domain's
     /// regions wait until it ends), and writes what it may touch into
-    /// `out`, where the caller uses it ([`Registry::verify_into`]).
+    /// `out` (empty), where the caller uses it ([`Registry::verify_into`]).
     ///
     /// [`Registry::verify_into`]: crate::mr::Registry::verify_into
     #[inline(always)]
-    pub(super) fn verify(
+    pub(super) fn verify<'t>(
         &self,
         _active: &Active<'_>,
         w: &Wire,
         auth: &[u8],
         want: Access,
         len: u64,
-        out: &mut Option<crate::mr::Target>,
-    ) -> Result<()> {
+        out: &'t mut Option<crate::mr::Target>,
+    ) -> Result<&'t crate::mr::Target> {
         let d = self.domain();
         let digest = (!auth.is_empty()).then(|| d.registry.auth_digest(auth));
         // FI_MR_ENDPOINT: a region is reachable only through the endpoint
@@ -255,9 +255,11 @@ impl Xfer {
                     w.addr,
                     e
                 );
+                return Err(e);
             }
         }
-        verified
+        // A verification that succeeds has written the target.
+        out.as_ref().ok_or(Error::INVAL)
     }
 
     /// Counts an accepted remote access at the endpoint counter and at
@@ -306,12 +308,8 @@ impl Xfer {
             Access::REMOTE_WRITE
         };
         let active = Active::enter(self.domain());
-        // Used where the verification wrote it (see `verify`).
         let mut verified = None;
-        self.verify(&active, w, auth, want, w.len, &mut verified)?;
-        let Some(t) = verified.as_ref() else {
-            return Err(Error::INVAL);
-        };
+        let t = self.verify(&active, w, auth, want, w.len, &mut verified)?;
         let mut out = Vec::new();
         if w.flags & W_INLINE != 0 {
             if read {
@@ -412,10 +410,7 @@ impl Xfer {
         let (operand, compare) = body.split_at(n_operand);
         let active = Active::enter(self.domain());
         let mut verified = None;
-        self.verify(&active, w, auth, want, len, &mut verified)?;
-        let Some(t) = verified.as_ref() else {
-            return Err(Error::INVAL);
-        };
+        let t = self.verify(&active, w, auth, want, len, &mut verified)?;
         let mut target = vec![0u8; len as usize];
         let mut result = if kind == atomics::Kind::Base {
             None

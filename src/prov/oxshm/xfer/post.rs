@@ -595,52 +595,50 @@ impl Xfer {
         if r.flags & FI_MULTI_RECV != 0 {
             return self.post_multi_recv(r);
         }
-        {
-            let src = self.recv_src(r)?;
-            let report = self.recv_report(r);
-            let mut rx = lock(&self.rx);
-            if !rx.unexpected.is_empty() {
-                let recv = self.recv_with(r, src, report);
-                let found = rx
-                    .unexpected
-                    .iter()
-                    .position(|u| u.claim.is_none() && matches(&recv, &u.w));
-                if let Some(i) = found {
-                    let u = rx.unexpected.remove(i).unwrap_or_else(|| unreachable!());
-                    drop(rx);
-                    self.deliver(&recv, &u.w, &u.bytes, &u.remote, true);
-                    return Ok(());
-                }
+        let src = self.recv_src(r)?;
+        let report = self.recv_report(r);
+        let mut rx = lock(&self.rx);
+        if !rx.unexpected.is_empty() {
+            let recv = self.recv_with(r, src, report);
+            let found = rx
+                .unexpected
+                .iter()
+                .position(|u| u.claim.is_none() && matches(&recv, &u.w));
+            if let Some(i) = found {
+                let u = rx.unexpected.remove(i).unwrap_or_else(|| unreachable!());
+                drop(rx);
+                self.deliver(&recv, &u.w, &u.bytes, &u.remote, true);
+                return Ok(());
             }
-            if rx.posted.len() >= self.ep().rx_size {
-                return Err(Error::AGAIN);
-            }
-            // Written in place at the end of the queue, field by field.
-            // (Built on the stack and moved in, it was copied with wide
-            // loads right after its narrow stores: a store-forwarding
-            // stall per receive.)
-            rx.posted.push_back(Recv::VACANT);
-            let n = rx.posted.len();
-            let slot = rx.posted.back_mut().unwrap_or_else(|| unreachable!());
-            slot.tagged = r.tagged;
-            slot.tag = r.tag;
-            slot.ignore = r.ignore;
-            slot.src = src;
-            slot.report = report;
-            slot.context = r.context;
-            match &mut slot.iov {
-                IovList::Inline(k, a) if r.iov.len() <= IOV_MAX => {
-                    for (d, s) in a.iter_mut().zip(r.iov) {
-                        d.0 = s.0;
-                        d.1 = s.1;
-                    }
-                    *k = r.iov.len();
-                }
-                iov => *iov = r.iov.into(),
-            }
-            self.posted_recvs.store(n, Ordering::Release);
-            Ok(())
         }
+        if rx.posted.len() >= self.ep().rx_size {
+            return Err(Error::AGAIN);
+        }
+        // Written in place at the end of the queue, field by field.
+        // (Built on the stack and moved in, it was copied with wide
+        // loads right after its narrow stores: a store-forwarding
+        // stall per receive.)
+        rx.posted.push_back(Recv::VACANT);
+        let n = rx.posted.len();
+        let slot = rx.posted.back_mut().unwrap_or_else(|| unreachable!());
+        slot.tagged = r.tagged;
+        slot.tag = r.tag;
+        slot.ignore = r.ignore;
+        slot.src = src;
+        slot.report = report;
+        slot.context = r.context;
+        match &mut slot.iov {
+            IovList::Inline(k, a) if r.iov.len() <= IOV_MAX => {
+                for (d, s) in a.iter_mut().zip(r.iov) {
+                    d.0 = s.0;
+                    d.1 = s.1;
+                }
+                *k = r.iov.len();
+            }
+            iov => *iov = r.iov.into(),
+        }
+        self.posted_recvs.store(n, Ordering::Release);
+        Ok(())
     }
 
     /// [`Xfer::post_recv`] of a multi-receive buffer.
