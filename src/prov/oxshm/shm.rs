@@ -14,10 +14,11 @@
 //!               SMALL_DATA bytes, which starts on the sequence word's
 //!               cache line: the owner's first read of a new message
 //!               costs one cache-line transfer, not two
-//! then          SPILL_AREAS spill areas of CELL_DATA bytes, CELL_DATA +
-//!               64 apart: the message of position p when it is longer
-//!               than SMALL_DATA (a bit of the cell header's length says
-//!               so), in area p % SPILL_AREAS
+//! then          SPILL_AREAS spill areas, whole lines a line more than
+//!               CELL_HEAD + CELL_DATA bytes apart: a message longer than
+//!               SMALL_DATA, CELL_HEAD bytes into the area its producer
+//!               took (bits of the cell header's length say so and which
+//!               area), the lowest free one ([`spill`])
 //! ```
 //!
 //! Small messages, the common case, thus walk 1.1 MiB of cells instead of
@@ -28,7 +29,7 @@
 //! two processes that stream small messages or injected writes at each
 //! other each post long runs before the other's ring fills and it must
 //! drain its own; spilled messages, which take an area each, have only
-//! SPILL_AREAS - 2 positions in flight ([`Segment::claim`]), which keeps
+//! SPILL_AREAS positions in flight ([`Segment::claim`]), which keeps
 //! the segment at 3.3 MB (3.1 MiB).
 //!
 //! The segment is the POSIX shared-memory object named by
@@ -48,10 +49,10 @@
 //! at the ring: see [`Segment::recv`]), always in order. So a producer
 //! that reads the owner's `head` knows every position below `head + CELLS
 //! - 2` finds its cell freed, and claims those by the CAS alone, without
-//! reading the cell ([`Segment::claim`]); a spilled message's position
-//! must also lie below `head + SPILL_AREAS - 2`, where its spill area's
-//! last message is consumed. A full ring is -FI_EAGAIN to the
-//! sender. A producer that died between its claim and its
+//! reading the cell ([`Segment::claim`]); a spilled message also needs a
+//! free spill area, which the owner gives back once it has handled the
+//! message the area held ([`spill`]). A full ring, or no free area for a
+//! spilled message, is -FI_EAGAIN to the sender. A producer that died between its claim and its
 //! publication would stall the owner: a cell that stays claimed for
 //! [`STALL`] while its producer is dead (or never wrote its pid) is skipped.
 //!
@@ -89,6 +90,7 @@ use std::time::{Duration, Instant};
 mod fence;
 mod prefetch;
 mod reap;
+mod spill;
 #[cfg(test)]
 pub(crate) mod tests;
 mod wake;
@@ -103,8 +105,8 @@ use wake::{drain, wake_addr, wake_bind, wake_sender, Wake};
 pub const CELL: usize = 1024;
 /// Cells in an endpoint's inbox (positions of its ring).
 pub const CELLS: usize = 1024;
-/// Spill areas of an inbox: position `p`'s longer message goes in area
-/// `p % SPILL_AREAS`.
+/// Spill areas of an inbox: a longer message goes in one of them
+/// ([`spill`]).
 pub const SPILL_AREAS: usize = 128;
 const _: () =
     assert!(CELLS.is_power_of_two() && SPILL_AREAS.is_power_of_two() && SPILL_AREAS <= CELLS);
@@ -118,7 +120,7 @@ pub const SMALL_DATA: usize = CELL - CELL_HEAD;
 pub const LINE_AT: usize = 64 - CELL_HEAD;
 const _: () = assert!(HEADER % 64 == 0 && CELL_STRIDE % 64 == 0);
 /// Bytes of message one ring position carries (longer than
-/// [`SMALL_DATA`]: in the position's spill area).
+/// [`SMALL_DATA`]: in a spill area).
 pub const CELL_DATA: usize = 16880;
 /// Bytes of the segment header.
 const HEADER: usize = 4096;
@@ -130,18 +132,39 @@ pub const SEGMENT_BYTES: usize = SPILLS + SPILL_AREAS * SPILL_STRIDE;
 /// (a stride that is a multiple of 4096 maps them all to one set of the
 /// first-level cache).
 const CELL_STRIDE: usize = CELL + 64;
-/// Where the spill areas start, and how far apart they are (a line more
-/// than their size, as the cells).
+/// Where the spill areas start, and how far apart they are: whole lines,
+/// a line more than an area takes (as the cells). An area's message
+/// starts [`CELL_HEAD`] bytes into it, as a cell's does, so that a
+/// payload padded to [`LINE_AT`] starts on a line in either.
 const SPILLS: usize = HEADER + CELLS * CELL_STRIDE;
-const SPILL_STRIDE: usize = CELL_DATA + 64;
-/// Bit of a cell header's `len`: the message is in the spill area.
+const SPILL_STRIDE: usize = (CELL_HEAD + CELL_DATA).div_ceil(64) * 64 + 64;
+const _: () = assert!(
+    SPILLS % 64 == 0
+        && SPILL_STRIDE % 64 == 0
+        && SPILLS + (SPILL_AREAS - 1) * SPILL_STRIDE + CELL_HEAD + CELL_DATA <= SEGMENT_BYTES
+);
+/// Bit of a cell header's `len`: the message is in a spill area, whose
+/// index the bits from [`AREA_SHIFT`] hold; the length is in the bits
+/// below.
 const SPILLED: u32 = 1 << 31;
-const _: () = assert!(CELL_DATA < SPILLED as usize && SMALL_DATA < CELL_DATA);
+const AREA_SHIFT: u32 = 16;
+const LEN_MASK: u32 = (1 << AREA_SHIFT) - 1;
+const _: () = assert!(
+    CELL_DATA <= LEN_MASK as usize
+        && SMALL_DATA < CELL_DATA
+        && ((SPILL_AREAS - 1) << AREA_SHIFT) < SPILLED as usize
+);
+
+/// A cell header's `len` for `len` bytes in spill area `area`.
+#[inline(always)]
+fn spilled_len(len: u32, area: u32) -> u32 {
+    SPILLED | (area << AREA_SHIFT) | len
+}
 
 const MAGIC: u64 = u64::from_be_bytes(*b"oxshmSG1");
 /// Version of this layout (and of the data path's protocol); a peer with
 /// another one is refused.
-const LAYOUT: u32 = 13;
+const LAYOUT: u32 = 14;
 
 /// What a message means to an owner asleep on its wake-up socket.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -209,7 +232,27 @@ pub struct Header {
     /// after checking it (written before `magic`).
     table_fd: std::sync::atomic::AtomicI32,
     direct: AtomicU32,
+    _pad4: [u8; SPILL_PAD],
+    /// The spill areas taken by producers and given back by the owner
+    /// ([`spill`]), a bit each, each word on a line of its own: an area is
+    /// free when its two bits are equal.
+    spill_taken: [AtomicU64; SPILL_AREAS / 64],
+    _pad5: [u8; 64 - SPILL_AREAS / 8],
+    spill_given: [AtomicU64; SPILL_AREAS / 64],
+    _pad6: [u8; 64 - SPILL_AREAS / 8],
 }
+
+/// Bytes between `direct` and `spill_taken`, which starts a line.
+const SPILL_PAD: usize = 448 - 376;
+const _: () = assert!(
+    SPILL_AREAS % 64 == 0
+        && SPILL_AREAS <= 512
+        && std::mem::offset_of!(Header, spill_taken) % 64 == 0
+        && std::mem::offset_of!(Header, spill_given) % 64 == 0
+        && std::mem::offset_of!(Header, direct) + 4 + SPILL_PAD
+            == std::mem::offset_of!(Header, spill_taken)
+        && std::mem::size_of::<Header>() <= HEADER
+);
 
 const _: () = assert!(std::mem::size_of::<CellHead>() == CELL_HEAD);
 
@@ -233,6 +276,9 @@ pub struct Segment {
     /// until the first empty look after it; 0 for none (owner side only,
     /// written by the one consumer).
     held: AtomicU64,
+    /// Spill areas whose messages were handled, not yet given back, and
+    /// the bytes those messages held (owner side only, [`spill::Batch`]).
+    spill_batch: spill::Batch,
     wake: Wake,
     /// Producer side: the count of inbox passes that handled a message,
     /// kept by the endpoint that sends through this segment
@@ -250,7 +296,8 @@ pub struct Claim<'a> {
     seg: &'a Segment,
     pos: u64,
     room: usize,
-    spilled: bool,
+    /// The spill area of a spilled message.
+    area: Option<u32>,
 }
 
 impl Claim<'_> {
@@ -260,21 +307,21 @@ impl Claim<'_> {
     pub fn data(&mut self) -> &mut [u8] {
         // SAFETY: the claimed position is ours alone until published, and
         // room fits where data() puts it (SMALL_DATA, or CELL_DATA).
-        unsafe { std::slice::from_raw_parts_mut(self.seg.data(self.pos, self.spilled), self.room) }
+        unsafe { std::slice::from_raw_parts_mut(self.seg.data(self.pos, self.area), self.room) }
     }
 
     /// Publishes the first `len` bytes written (at most `room`).
     #[inline(always)]
     pub fn commit(self, len: usize, urgency: Urgency) {
         let c = std::mem::ManuallyDrop::new(self);
-        c.seg.commit(c.pos, len.min(c.room), c.spilled, urgency);
+        c.seg.commit(c.pos, len.min(c.room), c.area, urgency);
     }
 }
 
 impl Drop for Claim<'_> {
     fn drop(&mut self) {
         // Never left claimed: the owner would wait for it (see STALL).
-        self.seg.commit(self.pos, 0, self.spilled, Urgency::Request);
+        self.seg.commit(self.pos, 0, self.area, Urgency::Request);
     }
 }
 
@@ -371,16 +418,18 @@ impl Segment {
         unsafe { self.base.add(HEADER + i * CELL_STRIDE) }
     }
 
-    /// Where the message of position `pos` lies: in its cell, or in its
-    /// spill area when `spilled`.
-    fn data(&self, pos: u64, spilled: bool) -> *mut u8 {
-        if spilled {
-            let i = (pos as usize) & (SPILL_AREAS - 1);
-            // SAFETY: i < SPILL_AREAS, inside the mapping.
-            unsafe { self.base.add(SPILLS + i * SPILL_STRIDE) }
-        } else {
+    /// Where the message of position `pos` lies: in its cell, or in
+    /// spill area `area` when there is one.
+    fn data(&self, pos: u64, area: Option<u32>) -> *mut u8 {
+        match area {
+            Some(i) => {
+                let i = i as usize & (SPILL_AREAS - 1);
+                // SAFETY: i < SPILL_AREAS, and an area has CELL_DATA bytes
+                // after its first CELL_HEAD, inside the mapping.
+                unsafe { self.base.add(SPILLS + i * SPILL_STRIDE + CELL_HEAD) }
+            }
             // SAFETY: every cell has SMALL_DATA bytes after its header.
-            unsafe { self.cell(pos).add(CELL_HEAD) }
+            None => unsafe { self.cell(pos).add(CELL_HEAD) },
         }
     }
 
@@ -428,6 +477,7 @@ impl Segment {
         for p in 0..CELLS as u64 {
             seg.cell_head(p).seq.store(p, Ordering::Relaxed);
         }
+        // Every area free: both words of bits zero, as the new object is.
         h.cells.store(CELLS as u32, Ordering::Relaxed);
         h.pid.store(addr.pid, Ordering::Relaxed);
         h.start_time
@@ -536,6 +586,7 @@ impl Segment {
             stall: std::sync::Mutex::new(None),
             empty_polls: AtomicU32::new(0),
             held: AtomicU64::new(0),
+            spill_batch: spill::Batch::default(),
             wake: Wake::None,
             handled: None,
             handled_at_claim: AtomicU64::new(u64::MAX),
@@ -672,9 +723,8 @@ impl Segment {
     /// with [`Claim::commit`] (a claim dropped without it publishes an
     /// empty message, which the owner drops). -FI_EAGAIN when the ring is
     /// full, -FI_EMSGSIZE past [`CELL_DATA`]. A spilled message (`room`
-    /// over [`SMALL_DATA`]) also needs its position's spill area, free
-    /// once the position [`SPILL_AREAS`] before it is given back: below
-    /// `free_until - (CELLS - SPILL_AREAS)`; -FI_EAGAIN otherwise.
+    /// over [`SMALL_DATA`]) also takes a free spill area, the one given
+    /// back last ([`spill`]); -FI_EAGAIN when every area holds a message.
     ///
     /// A position below `free_until` is claimed without reading its cell:
     /// its line is then first touched by the stores that write the
@@ -689,30 +739,26 @@ impl Segment {
             return Err(Error::MSGSIZE);
         }
         let h = self.header();
-        let spilled = room > SMALL_DATA;
-        // How much nearer the owner's head a spilled message must be.
-        let lag = if spilled {
-            (CELLS - SPILL_AREAS) as u64
+        let area = if room > SMALL_DATA {
+            Some(spill::take(h).ok_or(Error::AGAIN)?)
         } else {
-            0
+            None
         };
         let mut pos = h.tail.load(Ordering::Relaxed);
         loop {
             // Acquire: with learn_free's Release, the bound another thread
             // learnt carries the owner's give-backs to this one's stores.
             let mut free = self.free_until.load(Ordering::Acquire);
-            if pos + lag >= free {
+            if pos >= free {
                 free = self.learn_free(h);
-            }
-            if spilled && pos + lag >= free {
-                // Its spill area may still hold an unconsumed message (a
-                // later tail is later still).
-                return Err(Error::AGAIN);
             }
             if pos >= free {
                 let seq = self.cell_head(pos).seq.load(Ordering::Acquire);
                 let dif = seq.wrapping_sub(pos) as i64;
                 if dif < 0 {
+                    if let Some(i) = area {
+                        spill::untake(h, i);
+                    }
                     return Err(Error::AGAIN);
                 }
                 if dif > 0 {
@@ -729,7 +775,13 @@ impl Segment {
                 Err(p) => pos = p,
             }
         }
-        self.cell_head(pos).pid.store(my_pid(), Ordering::Relaxed);
+        let c = self.cell_head(pos);
+        c.pid.store(my_pid(), Ordering::Relaxed);
+        if let Some(i) = area {
+            // Said at once, for an owner that finds this claim's producer
+            // dead to give the area back ([`Segment::free`]).
+            c.len.store(spilled_len(0, i), Ordering::Relaxed);
+        }
         if self.streaming() {
             prefetch_own(self.cell(pos + AHEAD), room);
         }
@@ -737,7 +789,7 @@ impl Segment {
             seg: self,
             pos,
             room,
-            spilled,
+            area,
         })
     }
 
@@ -766,12 +818,17 @@ impl Segment {
     /// Publishes the message of claimed position `pos` (`len` bytes) and
     /// wakes the owner where it asked for it.
     #[inline(always)]
-    fn commit(&self, pos: u64, len: usize, spilled: bool, urgency: Urgency) {
+    fn commit(&self, pos: u64, len: usize, area: Option<u32>, urgency: Urgency) {
         let h = self.header();
         let c = self.cell_head(pos);
         let len = len as u32;
-        c.len
-            .store(if spilled { len | SPILLED } else { len }, Ordering::Relaxed);
+        c.len.store(
+            match area {
+                Some(i) => spilled_len(len, i),
+                None => len,
+            },
+            Ordering::Relaxed,
+        );
         c.seq.store(pos + 1, Ordering::Release);
         // The store above must be visible before `sleeping` and `fd_armed`
         // are read (an owner stores those, then looks at the ring). Where
@@ -911,10 +968,14 @@ impl Segment {
         }
         let raw = c.len.load(Ordering::Relaxed);
         let spilled = raw & SPILLED != 0;
-        let len = ((raw & !SPILLED) as usize).min(if spilled { CELL_DATA } else { SMALL_DATA });
+        // An index past the areas (a corrupted header) is masked into
+        // range: the owner reads inside its mapping whatever it holds.
+        let area = spilled.then_some((raw & !SPILLED) >> AREA_SHIFT & (SPILL_AREAS as u32 - 1));
+        let len = ((raw & LEN_MASK) as usize).min(if spilled { CELL_DATA } else { SMALL_DATA });
         // SAFETY: the published position belongs to the consumer until
-        // given back; len fits where the producer wrote.
-        let msg = unsafe { std::slice::from_raw_parts(self.data(pos, spilled), len) };
+        // given back, and its spill area until pushed back below; len fits
+        // where the producer wrote.
+        let msg = unsafe { std::slice::from_raw_parts(self.data(pos, area), len) };
         if !spilled {
             prefetch_rest(msg.as_ptr(), msg.len());
         } else {
@@ -936,6 +997,10 @@ impl Segment {
             prefetch_next(self.cell(pos + 1), if spilled { 0 } else { len });
         }
         f(c.pid.load(Ordering::Relaxed), msg);
+        // The message is handled: its area goes back (with the batch).
+        if let Some(i) = area {
+            self.spill_batch.add(h, i, len);
+        }
         // Release: the cells given back before are so before producers
         // see it ([`Segment::learn_free`]).
         h.head.store(pos + 1, Ordering::Release);
@@ -956,6 +1021,7 @@ impl Segment {
 
     /// An empty look at the ring: the held cell goes back at the second.
     fn empty_look(&self) {
+        self.spill_batch.flush(self.header());
         let held = self.held.load(Ordering::Relaxed);
         if held & HELD_FRESH != 0 {
             self.held.store(held & !HELD_FRESH, Ordering::Relaxed);
@@ -969,6 +1035,9 @@ impl Segment {
     fn give_back(&self, pos: u64) {
         let c = self.cell_head(pos);
         c.pid.store(0, Ordering::Relaxed);
+        // No spill area is said for the position's next claim until it
+        // takes one ([`Segment::free`]).
+        c.len.store(0, Ordering::Relaxed);
         c.seq.store(pos + CELLS as u64, Ordering::Release);
     }
 
@@ -980,6 +1049,15 @@ impl Segment {
         if held != 0 {
             self.held.store(0, Ordering::Relaxed);
             self.give_back(held - 1);
+        }
+        // The dead producer's spill area, if its claim took one and said
+        // so (it dies between the two, and the area is lost to the ring).
+        let raw = self.cell_head(pos).len.load(Ordering::Relaxed);
+        if raw & SPILLED != 0 {
+            spill::give_back(
+                self.header(),
+                (raw & !SPILLED) >> AREA_SHIFT & (SPILL_AREAS as u32 - 1),
+            );
         }
         self.give_back(pos);
         self.header().head.store(pos + 1, Ordering::Release);

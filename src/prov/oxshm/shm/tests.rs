@@ -42,6 +42,37 @@ fn asym_is_forgotten_across_fork() {
 }
 
 #[test]
+fn a_message_starts_as_far_past_a_line_in_its_spill_area_as_in_its_cell() {
+    let a = addr(50);
+    let own = Segment::create(&a, None).unwrap();
+    let peer = Segment::open(&a).unwrap();
+    // Every cell and every spill area: a payload LINE_AT bytes into any
+    // message starts on a cache line.
+    for room in [16, SMALL_DATA, SMALL_DATA + 1, 4096 + 48, CELL_DATA] {
+        for i in 0..2 * SPILL_AREAS {
+            let mut held = Vec::new();
+            for _ in 0..(i % 3) + 1 {
+                let mut c = peer.claim(room).unwrap();
+                let at = c.data().as_ptr() as usize;
+                assert_eq!(at % 64, CELL_HEAD, "room {room}, claim {i}");
+                assert_eq!((at + LINE_AT) % 64, 0);
+                assert_eq!(c.data().len(), room);
+                c.data()[..8].copy_from_slice(&(i as u64).to_ne_bytes());
+                c.commit(room, Urgency::Request);
+                held.push(i);
+            }
+            for _ in held {
+                assert!(own.recv(|_, m| {
+                    assert_eq!(m.len(), room);
+                    assert_eq!(m.as_ptr() as usize % 64, CELL_HEAD);
+                    assert_eq!(m[..8], (i as u64).to_ne_bytes());
+                }));
+            }
+        }
+    }
+}
+
+#[test]
 fn a_claim_publishes_what_it_commits_and_an_empty_message_when_dropped() {
     let a = addr(40);
     let own = Segment::create(&a, None).unwrap();
@@ -154,28 +185,44 @@ fn spilled_messages_are_bounded_by_their_areas_small_ones_by_the_cells() {
     let own = Segment::create(&a, None).unwrap();
     let peer = Segment::open(&a).unwrap();
     let big = |k: u8| vec![k; SMALL_DATA + 1 + k as usize];
-    // From an empty ring: SPILL_AREAS - 2 spilled messages, then -FI_EAGAIN
+    // From an empty ring: SPILL_AREAS spilled messages, then -FI_EAGAIN
     // with nothing claimed.
-    for k in 0..(SPILL_AREAS - 2) as u8 {
+    for k in 0..SPILL_AREAS as u8 {
         peer.send(&[&big(k)], Urgency::Request).unwrap();
     }
+    let tail = peer.hdr().tail.load(Ordering::Relaxed);
     assert_eq!(peer.send(&[&big(0)], Urgency::Request), Err(Error::AGAIN));
+    assert_eq!(peer.hdr().tail.load(Ordering::Relaxed), tail);
     // Small messages take the rest of the cells.
     let mut small = 0;
     while peer.send(&[b"s"], Urgency::Request).is_ok() {
         small += 1;
     }
-    assert_eq!(small, CELLS - (SPILL_AREAS - 2));
+    assert_eq!(small, CELLS - SPILL_AREAS);
     // Every message comes out whole and in order.
-    for k in 0..(SPILL_AREAS - 2) as u8 {
+    for k in 0..SPILL_AREAS as u8 {
         assert!(own.recv(|_, m| assert_eq!(m, &big(k)[..])));
     }
-    // The areas are free once their messages are consumed and given back
-    // (SPILL_AREAS - 2 positions below the head), not before: the next
-    // position lies a whole ring on.
-    assert_eq!(peer.send(&[&big(1)], Urgency::Request), Err(Error::AGAIN));
+    // An area is free once its message is handled and its batch given
+    // back (a batch's bytes, or a look at an empty ring: there is none
+    // here, the ring holds the small messages); a spilled message also
+    // needs a position, given back one message late: the ring takes one
+    // less than were consumed.
+    let mut again = 0;
+    while peer.send(&[&big(7)], Urgency::Request).is_ok() {
+        again += 1;
+    }
+    assert!((SPILL_AREAS - 1 - spill::BATCH_BYTES / SMALL_DATA..SPILL_AREAS - 1).contains(&again));
+    own.spill_batch.flush(own.hdr());
+    while peer.send(&[&big(7)], Urgency::Request).is_ok() {
+        again += 1;
+    }
+    assert_eq!(again, SPILL_AREAS - 1);
     for _ in 0..small {
         assert!(own.recv(|_, m| assert_eq!(m, b"s")));
+    }
+    for _ in 0..again {
+        assert!(own.recv(|_, m| assert_eq!(m, &big(7)[..])));
     }
     while own.recv(|_, _| panic!("empty ring")) {}
     assert!(!own.recv(|_, _| panic!("empty ring")));
@@ -192,6 +239,41 @@ fn spilled_messages_are_bounded_by_their_areas_small_ones_by_the_cells() {
         }
         assert!(own.recv(|_, m| assert_eq!(m, &big(k)[..])));
     }
+}
+
+#[test]
+fn a_spilled_message_takes_an_area_just_given_back() {
+    let a = addr(13);
+    let own = Segment::create(&a, None).unwrap();
+    let peer = Segment::open(&a).unwrap();
+    let big = vec![3u8; 4096];
+    let mut at = std::collections::HashSet::new();
+    // Exchanged one at a time, the owner looking at its empty ring in
+    // between: every message lands in one area.
+    for _ in 0..3 * SPILL_AREAS {
+        peer.send(&[&big], Urgency::Request).unwrap();
+        assert!(own.recv(|_, m| {
+            assert_eq!(m, &big[..]);
+            at.insert(m.as_ptr() as usize);
+        }));
+        assert!(!own.recv(|_, _| panic!("empty ring")));
+    }
+    assert_eq!(
+        at.len(),
+        1,
+        "one message at a time went through {} areas",
+        at.len()
+    );
+    // Without a look at an empty ring, the areas go back a batch at a
+    // time: a stream of 4 KiB messages goes round BATCH_BYTES of them.
+    at.clear();
+    for _ in 0..3 * SPILL_AREAS {
+        peer.send(&[&big], Urgency::Request).unwrap();
+        assert!(own.recv(|_, m| {
+            at.insert(m.as_ptr() as usize);
+        }));
+    }
+    assert_eq!(at.len(), spill::BATCH_BYTES / 4096, "{} areas", at.len());
 }
 
 #[test]
@@ -212,11 +294,19 @@ fn a_claim_left_by_a_dead_producer_is_skipped() {
         child as u32
     };
     // One claim that says who made it (seen on the cell line), one
-    // that died before it could (seen only in `tail`).
-    for pid in [dead, 0] {
+    // that died before it could (seen only in `tail`), and one that took
+    // a spill area and said so: the area comes back with the skipped
+    // position.
+    for (pid, spilled) in [(dead, false), (0, false), (dead, true)] {
         let h = peer.hdr();
+        let area = spilled.then(|| spill::take(h).unwrap());
         let pos = h.tail.fetch_add(1, Ordering::Relaxed);
         peer.cell_head(pos).pid.store(pid, Ordering::Relaxed);
+        if let Some(i) = area {
+            peer.cell_head(pos)
+                .len
+                .store(spilled_len(0, i), Ordering::Relaxed);
+        }
         peer.send(&[b"behind"], Urgency::Request).unwrap();
         // Nothing is handed out while the claim may still be
         // published; once it is STALL old and its producer gone (or
@@ -232,6 +322,15 @@ fn a_claim_left_by_a_dead_producer_is_skipped() {
         }
         assert!(start.elapsed() >= STALL, "skipped before STALL (pid {pid})");
         assert_eq!(got, b"behind");
+    }
+    // Every area takes a message again.
+    let big = vec![9u8; SMALL_DATA + 1];
+    for _ in 0..SPILL_AREAS {
+        peer.send(&[&big], Urgency::Request).unwrap();
+    }
+    assert_eq!(peer.send(&[&big], Urgency::Request), Err(Error::AGAIN));
+    for _ in 0..SPILL_AREAS {
+        assert!(own.recv(|_, m| assert_eq!(m, &big[..])));
     }
 }
 
