@@ -10,9 +10,9 @@
 //! two-process C stream of 4 KiB messages through 16 or 128 areas taken in
 //! turn copied in 1110-1240 TSC ticks per message (7.1-8.6 GB/s end to
 //! end), through the last area given back in 500-680 (11.4-13.8 GB/s), as
-//! upstream shm takes its inject buffers (a stack); fabtests'
-//! `fi_rdm_bw -S 4096` sender's copy took 760-920 ticks in oxshm against
-//! 530-560 in upstream 2.1.0.
+//! upstream shm takes its inject buffers (a stack). In fabtests'
+//! `fi_rdm_bw -S 4096` the sender's copy took 754-842 ticks with one area
+//! per position, 552-561 with this, and 515-550 in upstream 2.1.0.
 //!
 //! Fabtests, against one area per position (state-matched pairs, medians
 //! of the per-pair ratios): `fi_rdm_bw` 4 KiB 1.17-1.28x, 8 KiB 1.07x,
