@@ -47,14 +47,16 @@
 //! is `p + 1` and frees it by storing `p + CELLS`, one message late (it
 //! holds the last cell it consumed until the next message or an empty look
 //! at the ring: see [`Segment::recv`]), always in order. So a producer
-//! that reads the owner's `head` knows every position below `head + CELLS
-//! - 2` finds its cell freed, and claims those by the CAS alone, without
-//! reading the cell ([`Segment::claim`]); a spilled message also needs a
-//! free spill area, which the owner gives back once it has handled the
-//! message the area held ([`spill`]). A full ring, or no free area for a
-//! spilled message, is -FI_EAGAIN to the sender. A producer that died between its claim and its
-//! publication would stall the owner: a cell that stays claimed for
-//! [`STALL`] while its producer is dead (or never wrote its pid) is skipped.
+//! that reads the owner's `head` knows every position below
+//! `head + CELLS - 2` finds its cell freed, and claims those by the CAS
+//! alone, without reading the cell ([`Segment::claim`]); a spilled
+//! message also needs a free spill area, which the owner gives back once
+//! it has handled the message the area held ([`spill`]). A full ring, or
+//! no free area for a spilled message, is -FI_EAGAIN to the sender. A
+//! producer that died between its claim and its publication would stall
+//! the owner: a cell that stays claimed for [`STALL`] while its producer
+//! is dead (or never wrote its pid) is skipped, and the spill area its
+//! claim took with it.
 //!
 //! # Waking the owner
 //!
@@ -723,8 +725,8 @@ impl Segment {
     /// with [`Claim::commit`] (a claim dropped without it publishes an
     /// empty message, which the owner drops). -FI_EAGAIN when the ring is
     /// full, -FI_EMSGSIZE past [`CELL_DATA`]. A spilled message (`room`
-    /// over [`SMALL_DATA`]) also takes a free spill area, the one given
-    /// back last ([`spill`]); -FI_EAGAIN when every area holds a message.
+    /// over [`SMALL_DATA`]) also takes a free spill area, the lowest
+    /// ([`spill`]); -FI_EAGAIN when every area holds a message.
     ///
     /// A position below `free_until` is claimed without reading its cell:
     /// its line is then first touched by the stores that write the
@@ -973,7 +975,7 @@ impl Segment {
         let area = spilled.then_some((raw & !SPILLED) >> AREA_SHIFT & (SPILL_AREAS as u32 - 1));
         let len = ((raw & LEN_MASK) as usize).min(if spilled { CELL_DATA } else { SMALL_DATA });
         // SAFETY: the published position belongs to the consumer until
-        // given back, and its spill area until pushed back below; len fits
+        // given back, and its spill area until given back below; len fits
         // where the producer wrote.
         let msg = unsafe { std::slice::from_raw_parts(self.data(pos, area), len) };
         if !spilled {
