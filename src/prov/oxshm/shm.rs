@@ -236,19 +236,20 @@ pub struct Header {
     direct: AtomicU32,
     _pad4: [u8; SPILL_PAD],
     /// The spill areas taken by producers and given back by the owner
-    /// ([`spill`]), a bit each, each word on a line of its own: an area is
-    /// free when its two bits are equal.
-    spill_taken: [AtomicU64; SPILL_AREAS / 64],
-    _pad5: [u8; 64 - SPILL_AREAS / 8],
-    spill_given: [AtomicU64; SPILL_AREAS / 64],
-    _pad6: [u8; 64 - SPILL_AREAS / 8],
+    /// ([`spill`]), a bit each (and a count of takes), the producers'
+    /// words on one line and the owner's on another: an area is free when
+    /// its two bits are equal.
+    spill_taken: [AtomicU64; spill::GROUPS],
+    _pad5: [u8; 64 - 8 * spill::GROUPS],
+    spill_given: [AtomicU64; spill::GROUPS],
+    _pad6: [u8; 64 - 8 * spill::GROUPS],
 }
 
 /// Bytes between `direct` and `spill_taken`, which starts a line.
 const SPILL_PAD: usize = 448 - 376;
 const _: () = assert!(
-    SPILL_AREAS % 64 == 0
-        && SPILL_AREAS <= 512
+    SPILL_AREAS % spill::GROUP == 0
+        && spill::GROUPS <= 8
         && std::mem::offset_of!(Header, spill_taken) % 64 == 0
         && std::mem::offset_of!(Header, spill_given) % 64 == 0
         && std::mem::offset_of!(Header, direct) + 4 + SPILL_PAD

@@ -22,35 +22,44 @@
 //! before), whose injecting side pays for the words below and gains
 //! little on its copy.
 //!
-//! Two words of bits per 64 areas, each on a line of its own, each with
-//! one kind of writer: producers flip an area's bit in `spill_taken` (a
-//! compare-and-swap among themselves) to take it, the owner flips its bit
-//! in `spill_given` (a plain store: it is the only writer) to give it
-//! back; an area is free when its two bits are equal. So giving back never
-//! waits for the producers' line, as an atomic operation on a word both
-//! write would, and the owner gives areas back in batches ([`Batch`]).
-//! The owner only gives back areas that are taken, so a taker that saw an
-//! area free is never wrong. Giving back releases and taking acquires, so
-//! that the owner's reads of a message happen before the next producer's
-//! writes into its area.
+//! Two words per [`GROUP`] areas, the producers' on one line and the
+//! owner's on another, each with one kind of writer: producers flip an
+//! area's bit in `spill_taken` (a compare-and-swap among themselves) to
+//! take it, the owner flips its bit in `spill_given` (a plain store: it is
+//! the only writer) to give it back; an area is free when its two bits are
+//! equal. So giving back never waits for the producers' line, as an atomic
+//! operation on a word both write would, and the owner gives areas back in
+//! batches ([`Batch`]). The owner only gives back areas that are taken, so
+//! an area a taker saw free stays free until taken. A taker's
+//! compare-and-swap must fail if any area of the group was taken since it
+//! looked: the upper half of its word counts the group's takes. Without
+//! the count, a take, a give-back and a take of the same area in between
+//! left the bits as the taker saw them, its swap succeeded, and two
+//! messages shared one area (the 60 s data-path stress read corrupted
+//! writes and messages). Giving back releases and taking acquires, so that
+//! the owner's reads of a message happen before the next producer's writes
+//! into its area.
 
 use super::{Header, SPILL_AREAS};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
+/// Areas per word: the low half of a word of `spill_taken` has a bit
+/// each, the high half counts the group's takes.
+pub(super) const GROUP: usize = 32;
+/// Words of `spill_taken` and of `spill_given`.
+pub(super) const GROUPS: usize = SPILL_AREAS / GROUP;
+const BITS: u64 = (1 << GROUP) - 1;
+const TAKE: u64 = 1 << GROUP;
+
 /// Takes the lowest free area; None when every area is in use.
 #[inline(always)]
 pub(super) fn take(h: &Header) -> Option<u32> {
-    for (k, (taken, given)) in h.spill_taken.iter().zip(&h.spill_given).enumerate() {
-        let mut t = taken.load(Ordering::Relaxed);
+    for k in 0..GROUPS {
+        let mut t = h.spill_taken[k].load(Ordering::Relaxed);
         loop {
-            let free = !(t ^ given.load(Ordering::Acquire));
-            if free == 0 {
-                break;
-            }
-            let bit = free.trailing_zeros();
-            match taken.compare_exchange_weak(t, t ^ 1 << bit, Ordering::Acquire, Ordering::Relaxed)
-            {
-                Ok(_) => return Some(k as u32 * 64 + bit),
+            match try_take(h, k, t, h.spill_given[k].load(Ordering::Acquire)) {
+                Ok(Some(i)) => return Some(i),
+                Ok(None) => break,
                 Err(now) => t = now,
             }
         }
@@ -58,15 +67,31 @@ pub(super) fn take(h: &Header) -> Option<u32> {
     None
 }
 
+/// One try at taking the lowest area of group `k` that is free by the
+/// group's words as read (`taken`, `given`): the area, None when none is,
+/// or the producers' word as it is now when another take came first.
+#[inline(always)]
+fn try_take(h: &Header, k: usize, taken: u64, given: u64) -> Result<Option<u32>, u64> {
+    let free = !(taken ^ given) & BITS;
+    if free == 0 {
+        return Ok(None);
+    }
+    let bit = free.trailing_zeros();
+    let new = (taken ^ 1 << bit).wrapping_add(TAKE);
+    h.spill_taken[k]
+        .compare_exchange_weak(taken, new, Ordering::Acquire, Ordering::Relaxed)
+        .map(|_| Some((k * GROUP) as u32 + bit))
+}
+
 /// A producer puts back area `i`, which it took and did not use.
 #[inline(always)]
 pub(super) fn untake(h: &Header, i: u32) {
     let i = i as usize % SPILL_AREAS;
-    h.spill_taken[i / 64].fetch_xor(1 << (i % 64), Ordering::Release);
+    h.spill_taken[i / GROUP].fetch_xor(1 << (i % GROUP), Ordering::Release);
 }
 
-/// The owner gives back the areas of `bits` in word `k`, every one taken.
-/// Owner side only.
+/// The owner gives back the areas of `bits` in group `k`, every one
+/// taken. Owner side only.
 #[inline(always)]
 fn give(h: &Header, k: usize, bits: u64) {
     let w = &h.spill_given[k];
@@ -77,7 +102,7 @@ fn give(h: &Header, k: usize, bits: u64) {
 /// only.
 pub(super) fn give_back(h: &Header, i: u32) {
     let i = i as usize % SPILL_AREAS;
-    give(h, i / 64, 1 << (i % 64));
+    give(h, i / GROUP, 1 << (i % GROUP));
 }
 
 /// Bytes of handled messages after which the owner gives their areas
@@ -93,7 +118,7 @@ pub(super) const BATCH_BYTES: usize = 8192;
 /// consumer at a time).
 #[derive(Default)]
 pub(super) struct Batch {
-    areas: [AtomicU64; SPILL_AREAS / 64],
+    areas: [AtomicU64; GROUPS],
     bytes: AtomicUsize,
 }
 
@@ -102,8 +127,11 @@ impl Batch {
     #[inline(always)]
     pub(super) fn add(&self, h: &Header, i: u32, len: usize) {
         let i = i as usize % SPILL_AREAS;
-        let w = &self.areas[i / 64];
-        w.store(w.load(Ordering::Relaxed) | 1 << (i % 64), Ordering::Relaxed);
+        let w = &self.areas[i / GROUP];
+        w.store(
+            w.load(Ordering::Relaxed) | 1 << (i % GROUP),
+            Ordering::Relaxed,
+        );
         let bytes = self.bytes.load(Ordering::Relaxed) + len.max(1);
         self.bytes.store(bytes, Ordering::Relaxed);
         if bytes >= BATCH_BYTES {
@@ -161,6 +189,26 @@ mod tests {
             give_back(&h, 0);
             assert_eq!(take(&h), Some(0));
         }
+    }
+
+    #[test]
+    fn a_take_that_looked_before_another_take_and_give_back_of_the_area_fails() {
+        let h = header();
+        // A producer looks: area 0 free.
+        let (t, g) = (
+            h.spill_taken[0].load(Ordering::Relaxed),
+            h.spill_given[0].load(Ordering::Relaxed),
+        );
+        // Before its swap, another takes area 0, the owner gives it back,
+        // and a third takes it again: its bit is as the first one saw it.
+        assert_eq!(take(&h), Some(0));
+        give_back(&h, 0);
+        assert_eq!(take(&h), Some(0));
+        assert_eq!(h.spill_taken[0].load(Ordering::Relaxed) & BITS, t & BITS);
+        // The first one's swap must fail: area 0 is in use.
+        assert!(try_take(&h, 0, t, g).is_err());
+        // Looking again, it takes the next area.
+        assert_eq!(take(&h), Some(1));
     }
 
     #[test]
