@@ -163,6 +163,14 @@ fn spilled_len(len: u32, area: u32) -> u32 {
     SPILLED | (area << AREA_SHIFT) | len
 }
 
+/// The spill area a cell header's `len` names, if any. An index past the
+/// areas (a corrupted header) is masked into range: the owner reads
+/// inside its mapping whatever it holds.
+#[inline(always)]
+fn area_of(raw: u32) -> Option<u32> {
+    (raw & SPILLED != 0).then_some((raw & !SPILLED) >> AREA_SHIFT & (SPILL_AREAS as u32 - 1))
+}
+
 const MAGIC: u64 = u64::from_be_bytes(*b"oxshmSG1");
 /// Version of this layout (and of the data path's protocol); a peer with
 /// another one is refused.
@@ -971,9 +979,7 @@ impl Segment {
         }
         let raw = c.len.load(Ordering::Relaxed);
         let spilled = raw & SPILLED != 0;
-        // An index past the areas (a corrupted header) is masked into
-        // range: the owner reads inside its mapping whatever it holds.
-        let area = spilled.then_some((raw & !SPILLED) >> AREA_SHIFT & (SPILL_AREAS as u32 - 1));
+        let area = area_of(raw);
         let len = ((raw & LEN_MASK) as usize).min(if spilled { CELL_DATA } else { SMALL_DATA });
         // SAFETY: the published position belongs to the consumer until
         // given back, and its spill area until given back below; len fits
@@ -1055,12 +1061,8 @@ impl Segment {
         }
         // The dead producer's spill area, if its claim took one and said
         // so (it dies between the two, and the area is lost to the ring).
-        let raw = self.cell_head(pos).len.load(Ordering::Relaxed);
-        if raw & SPILLED != 0 {
-            spill::give_back(
-                self.header(),
-                (raw & !SPILLED) >> AREA_SHIFT & (SPILL_AREAS as u32 - 1),
-            );
+        if let Some(i) = area_of(self.cell_head(pos).len.load(Ordering::Relaxed)) {
+            spill::give_back(self.header(), i);
         }
         self.give_back(pos);
         self.header().head.store(pos + 1, Ordering::Release);
