@@ -621,6 +621,30 @@ fn register(d: &Domain, input: &Input, out: *mut *mut fid_mr) -> Result<i32> {
             return Err(e);
         }
     };
+    // Memory peers copy to and from goes on huge pages where it is
+    // resident (mem::collapse_resident says why), before any pinning.
+    if *mem::THP
+        && req.parent.is_none()
+        && input.dmabuf.is_none()
+        && iface == fi_hmem_iface::FI_HMEM_SYSTEM as u32
+        && access.intersects(Access::REMOTE_READ | Access::REMOTE_WRITE)
+    {
+        // No whole huge page (at least 2 MiB) in a shorter one: no call.
+        for &(base, len) in iovs.iter().filter(|&&(_, len)| len >= 2 << 20) {
+            let c = mem::collapse_resident(base as usize, len as usize);
+            if c.blocks != 0 {
+                crate::ox_log!(
+                    Debug,
+                    Mr,
+                    super::NAME,
+                    "0x{base:x}+{len}: {} huge-page blocks, {} resident, {} collapsed",
+                    c.blocks,
+                    c.resident,
+                    c.collapsed
+                );
+            }
+        }
+    }
     // Pinned mode: system memory of a region of its own (a sub-region's
     // bytes are its base's) is pinned, through the cache.
     if let Some(pins) = d
