@@ -631,14 +631,17 @@ fn register(d: &Domain, input: &Input, out: *mut *mut fid_mr) -> Result<i32> {
     {
         // No whole huge page (at least 2 MiB) in a shorter one: no call.
         for &(base, len) in iovs.iter().filter(|&&(_, len)| len >= 2 << 20) {
-            let c = mem::collapse_resident(base as usize, len as usize);
+            let Some(c) = mem::collapse_registered(base as usize, len as usize) else {
+                continue;
+            };
             if c.blocks != 0 {
                 crate::ox_log!(
                     Debug,
                     Mr,
                     super::NAME,
-                    "0x{base:x}+{len}: {} huge-page blocks, {} resident, {} collapsed",
+                    "0x{base:x}+{len}: {} huge-page blocks, {} already huge, {} resident in small pages, {} collapsed",
                     c.blocks,
+                    c.huge,
                     c.resident,
                     c.collapsed
                 );
