@@ -73,14 +73,20 @@ static int smaps(const void *addr, long *rss, long *huge)
 	return *rss < 0 || *huge < 0 ? -1 : 0;
 }
 
-/* `blocks` 2 MiB blocks, aligned, in a fresh private anonymous mapping. */
+/* `blocks` 2 MiB blocks, aligned, in a fresh private anonymous mapping
+ * whose first and last pages are inaccessible, so that no other mapping
+ * (the domain's own, say) merges with it and its smaps entry is its own. */
 static char *blocks(size_t n, void **map, size_t *map_len)
 {
-	*map_len = (n + 1) * HUGE;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	*map_len = (n + 2) * HUGE;
 	*map = mmap(NULL, *map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (*map == MAP_FAILED)
 		return NULL;
-	return (char *)(((uintptr_t)*map + HUGE - 1) & ~(uintptr_t)(HUGE - 1));
+	if (mprotect(*map, page, PROT_NONE) != 0 ||
+	    mprotect((char *)*map + *map_len - page, page, PROT_NONE) != 0)
+		return NULL;
+	return (char *)(((uintptr_t)*map + page + HUGE - 1) & ~(uintptr_t)(HUGE - 1));
 }
 
 static void fill(char *p, size_t len)

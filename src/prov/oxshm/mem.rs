@@ -147,6 +147,9 @@ const RECENT_FOR: std::time::Duration = std::time::Duration::from_secs(1);
 pub fn collapse_registered(base: usize, len: usize) -> Option<Collapsed> {
     static RECENT: std::sync::Mutex<[(usize, usize, Option<std::time::Instant>); 8]> =
         std::sync::Mutex::new([(0, 0, None); 8]);
+    if thp_bytes() == 0 {
+        return Some(Collapsed::default());
+    }
     let now = std::time::Instant::now();
     let end = base.saturating_add(len);
     {
