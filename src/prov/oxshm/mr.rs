@@ -629,8 +629,9 @@ fn register(d: &Domain, input: &Input, out: *mut *mut fid_mr) -> Result<i32> {
         && iface == fi_hmem_iface::FI_HMEM_SYSTEM as u32
         && access.intersects(Access::REMOTE_READ | Access::REMOTE_WRITE)
     {
-        // No whole huge page (at least 2 MiB) in a shorter one: no call.
-        for &(base, len) in iovs.iter().filter(|&&(_, len)| len >= 2 << 20) {
+        // No whole huge page in a shorter one (or none at all): no call.
+        let huge = mem::thp_bytes() as u64;
+        for &(base, len) in iovs.iter().filter(|&&(_, len)| huge != 0 && len >= huge) {
             let Some(c) = mem::collapse_registered(base as usize, len as usize) else {
                 continue;
             };
