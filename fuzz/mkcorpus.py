@@ -49,6 +49,11 @@ def iov_sub(mr, j, off, length):
     return u8(4) + u8(mr) + u16(j) + u16(off) + u16(length - 1)
 
 
+def iov_any(base, length):
+    """An iov with any base and length (case 10 of gen_one)."""
+    return u8(10) + u64(base) + u64(length)
+
+
 def iovs(*items, null=False):
     return u8(len(items)) + b"".join(items) + u8(0 if null else 1)
 
@@ -154,6 +159,11 @@ SEEDS = {
     "mode_allocated_raw": dom(extra_mode=0x38) + regattr(iovs(iov_buf(0, 4096)))
     + regattr(u8(1) + u8(9) + u16(0) + u16(100) + u8(1), key=key_small(7))
     + raw_attr(0) + close(0),
+    # Remote access to most of the address space (16 MiB up to the top of
+    # user space, the sanitizer's shadow and heap included): its huge-page
+    # blocks are counted, and only those with present pages looked at.
+    "wide_range": dom() + regattr(iovs(iov_any(1 << 24, (0x7FFF << 32) - (1 << 24))))
+    + close(0),
 }
 
 

@@ -122,12 +122,14 @@ pub fn thp_bytes() -> usize {
 }
 
 /// What [`collapse_resident`] did with a range: whole huge-page blocks in
-/// it, those already on huge pages, those whose every page was resident in
-/// small anonymous pages, and those of these the kernel collapsed (as far
-/// as its answers tell).
+/// it, those with a present page (looked at one by one; the others are
+/// only counted), those already on huge pages, those whose every page was
+/// resident in small anonymous pages, and those of these the kernel
+/// collapsed (as far as its answers tell).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Collapsed {
     pub blocks: usize,
+    pub looked: usize,
     pub huge: usize,
     pub resident: usize,
     pub collapsed: usize,
@@ -301,6 +303,21 @@ pub fn collapse_resident(base: usize, len: usize) -> Collapsed {
         let runs = &regions[..n as usize];
         // Judge every block wholly inside the walked part.
         while at + huge <= walked {
+            // Blocks before the next run of present pages have none:
+            // counted all at once, not judged one by one (a registration
+            // may span most of the address space, 2^19 blocks a TiB, and
+            // the walk reports a reserved, untouched mapping as one run).
+            let whole = at + (walked - at) / huge * huge;
+            let next = runs
+                .iter()
+                .find(|r| r.end as usize > at && r.categories & PAGE_IS_PRESENT != 0)
+                .map_or(whole, |r| (r.start as usize).max(at) & !(huge - 1));
+            if next.min(whole) > at {
+                c.blocks += (next.min(whole) - at) / huge;
+                at = next.min(whole);
+                continue;
+            }
+            c.looked += 1;
             let (b0, b1) = (at as u64, (at + huge) as u64);
             // Whether the block's pages are all present, anonymous, and on
             // a huge page (`want` PAGE_IS_HUGE) or not (0).
@@ -337,6 +354,7 @@ pub fn collapse_resident(base: usize, len: usize) -> Collapsed {
             // The kernel's answer filled up inside one block: so many runs
             // in it mix categories, and it is not collapsed.
             c.blocks += 1;
+            c.looked += 1;
             at += huge;
         }
         // Resume at the first block not judged: its runs are reread.
@@ -516,6 +534,7 @@ mod tests {
                 c,
                 Collapsed {
                     blocks: 2,
+                    looked: 2,
                     huge: 0,
                     resident: 2,
                     collapsed: 2
@@ -540,6 +559,7 @@ mod tests {
                 again,
                 Collapsed {
                     blocks: 2,
+                    looked: 2,
                     huge: 2,
                     resident: 0,
                     collapsed: 0
@@ -570,6 +590,7 @@ mod tests {
                 c,
                 Collapsed {
                     blocks: 3,
+                    looked: 2,
                     huge: 0,
                     resident: 1,
                     collapsed: 1
@@ -616,6 +637,68 @@ mod tests {
             Some(0)
         );
         assert!(collapse_registered(s.at, s.len).is_some());
+    }
+
+    #[test]
+    fn a_range_as_wide_as_the_address_space_is_judged_by_its_present_pages() {
+        // A reservation of tens of TiB (as a sanitizer's shadow), with one
+        // touched block near each end: the blocks between are counted,
+        // not judged one at a time (the fuzzer registers such ranges).
+        let huge = thp_bytes();
+        if huge == 0 {
+            return;
+        }
+        let page = page_size();
+        let (map, len) = [1usize << 46, 1 << 44, 1 << 40]
+            .iter()
+            .find_map(|&len| {
+                // SAFETY: a fresh inaccessible reservation, never touched
+                // but for the two blocks opened below.
+                let p = unsafe {
+                    libc::mmap(
+                        std::ptr::null_mut(),
+                        len,
+                        libc::PROT_NONE,
+                        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                        -1,
+                        0,
+                    )
+                };
+                (p != libc::MAP_FAILED).then_some((p as usize, len))
+            })
+            .expect("no reservation of 1 TiB or more");
+        let first = (map + huge - 1) & !(huge - 1);
+        let last = ((map + len) & !(huge - 1)) - 2 * huge;
+        for b in [first, last] {
+            // SAFETY: one block inside our reservation, opened and filled.
+            unsafe {
+                assert_eq!(
+                    libc::mprotect(
+                        b as *mut libc::c_void,
+                        huge,
+                        libc::PROT_READ | libc::PROT_WRITE
+                    ),
+                    0
+                );
+                std::ptr::write_bytes(b as *mut u8, 5, huge);
+            }
+        }
+        let c = collapse_resident(map, len);
+        let whole = ((map + len) & !(huge - 1)) - first;
+        if kernel_collapses() {
+            assert_eq!(c.blocks, whole / huge);
+            // Only the two blocks with present pages are looked at.
+            assert_eq!((c.looked, c.resident, c.collapsed, c.huge), (2, 2, 2, 0));
+        }
+        for b in [first, last] {
+            // SAFETY: the blocks filled above.
+            let s = unsafe { std::slice::from_raw_parts(b as *const u8, huge) };
+            assert!(s.iter().all(|&x| x == 5));
+        }
+        // Past the end of user space: nothing, at once.
+        assert_eq!(collapse_resident(page, usize::MAX - 2 * page).collapsed, 0);
+        // SAFETY: our own reservation.
+        unsafe { libc::munmap(map as *mut libc::c_void, len) };
     }
 
     #[test]
