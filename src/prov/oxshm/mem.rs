@@ -24,10 +24,11 @@ pub fn page_size() -> usize {
 }
 
 /// Whether every page of `[base, base+len)` is mapped in this process.
-/// mincore(2) fails with ENOMEM on any unmapped page of the range; it does
-/// not fault pages in. Never inlined: its 4 KiB buffer would enlarge the
-/// frame of every registration.
-#[inline(never)]
+/// msync(2) with MS_ASYNC walks the range's mappings and fails with ENOMEM
+/// where one is missing; it writes nothing back (a no-op since Linux
+/// 2.6.19) and faults nothing in. Its cost is one step a mapping, where
+/// mincore(2), used before, stepped through every page: 0.68 s for a 4 TiB
+/// reservation on the AMD EPYC host of 2026-12-07, against 2 us.
 pub fn range_mapped(base: usize, len: usize) -> bool {
     if len == 0 {
         return true;
@@ -40,21 +41,8 @@ pub fn range_mapped(base: usize, len: usize) -> bool {
     let Some(stop) = end.checked_add(page - 1).map(|e| e & !(page - 1)) else {
         return false;
     };
-    // mincore wants one byte per page; check in bounded windows.
-    const WINDOW: usize = 4096;
-    let mut vec = [0u8; WINDOW];
-    let mut at = start;
-    while at < stop {
-        let span = ((stop - at) / page).min(WINDOW) * page;
-        // SAFETY: vec holds WINDOW bytes, enough for span/page pages; the
-        // kernel only reads the address range.
-        let rc = unsafe { libc::mincore(at as *mut libc::c_void, span, vec.as_mut_ptr()) };
-        if rc != 0 {
-            return false;
-        }
-        at += span;
-    }
-    true
+    // SAFETY: MS_ASYNC only checks the range's mappings.
+    unsafe { libc::msync(start as *mut libc::c_void, stop - start, libc::MS_ASYNC) == 0 }
 }
 
 /// Validates a dma-buf registration: `fd` must be an open descriptor whose
@@ -393,6 +381,44 @@ mod tests {
             libc::munmap(p, 3 * page);
         }
         assert!(!range_mapped(usize::MAX - 10, 100));
+        // Inaccessible and never touched is still mapped; a shared file
+        // mapping is checked without being written back.
+        // SAFETY: a fresh reservation and a fresh file mapping, unmapped
+        // here.
+        unsafe {
+            let len = 1usize << 40;
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                len + 2 * page,
+                libc::PROT_NONE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            );
+            assert_ne!(p, libc::MAP_FAILED);
+            // An unmapped page on either side.
+            libc::munmap(p, page);
+            libc::munmap((p as usize + page + len) as *mut libc::c_void, page);
+            let base = p as usize + page;
+            assert!(range_mapped(base, len));
+            assert!(range_mapped(base + 1, len - 2));
+            assert!(!range_mapped(base, len + 1));
+            assert!(!range_mapped(base - 1, 2));
+            libc::munmap(base as *mut libc::c_void, len);
+            let f = std::fs::File::open("/proc/self/exe").unwrap();
+            use std::os::fd::AsRawFd;
+            let q = libc::mmap(
+                std::ptr::null_mut(),
+                page,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                f.as_raw_fd(),
+                0,
+            );
+            assert_ne!(q, libc::MAP_FAILED);
+            assert!(range_mapped(q as usize, page));
+            libc::munmap(q, page);
+        }
     }
 
     #[test]
