@@ -29,8 +29,8 @@
  *
  * Memory the library is given: iovs point into a harness buffer, into an
  * unmapped hole (FI_MR_ALLOCATED must refuse those), or are bogus
- * addresses that a registration only records (FI_MR_ALLOCATED probes them
- * with mincore). The structures the library must read (attr, iov arrays,
+ * addresses that a registration only records (FI_MR_ALLOCATED probes
+ * their mappings). The structures the library must read (attr, iov arrays,
  * auth keys, dmabuf, raw keys) sit flush against a PROT_NONE page and are
  * exactly as long as the caller's contract says, so any read past them
  * (e.g. an fi_mr_attr field newer than the domain's API version) faults.
@@ -398,10 +398,11 @@ static void drain_check_none(struct st *s, const char *after)
 
 /*
  * Under ASan, [0x7fff8000, 0x10007fff8000) is shadow memory: mapped
- * (partly PROT_NONE), terabytes long, so FI_MR_ALLOCATED's mincore probe
- * of a bogus range there walks it page by page and the fuzzer crawls. A
- * plain process has nothing mapped there; move such addresses to the
- * (normally empty) 0x5xxxxxxxxxxx range instead.
+ * (partly PROT_NONE), terabytes long, and resident in parts, which a
+ * plain process does not have there. Such addresses move to the
+ * (normally empty) 0x5xxxxxxxxxxx range instead, so that inputs mean the
+ * same with and without the sanitizer. (The probe FI_MR_ALLOCATED makes
+ * once walked such a range page by page; it now takes a step a mapping.)
  */
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
