@@ -1,5 +1,7 @@
+use super::wait::{SPIN_MAX, SPIN_MIN, SPIN_START};
 use super::*;
 use crate::prov::info::{FabricAttr, API_VERSION};
+use std::time::Duration;
 
 /// An oxshm fabric and domain opened at `api_version`, closed on drop.
 pub struct Res {
