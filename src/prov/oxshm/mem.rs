@@ -320,10 +320,11 @@ pub fn collapse_resident(base: usize, len: usize) -> Collapsed {
             let next = runs
                 .iter()
                 .find(|r| r.end as usize > at && r.categories & PAGE_IS_PRESENT != 0)
-                .map_or(whole, |r| (r.start as usize).max(at) & !(huge - 1));
-            if next.min(whole) > at {
-                c.blocks += (next.min(whole) - at) / huge;
-                at = next.min(whole);
+                .map_or(whole, |r| (r.start as usize).max(at) & !(huge - 1))
+                .min(whole);
+            if next > at {
+                c.blocks += (next - at) / huge;
+                at = next;
                 continue;
             }
             c.looked += 1;

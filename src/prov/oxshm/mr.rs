@@ -640,8 +640,9 @@ fn register(d: &Domain, input: &Input, out: *mut *mut fid_mr) -> Result<i32> {
                     Debug,
                     Mr,
                     super::NAME,
-                    "0x{base:x}+{len}: {} huge-page blocks, {} already huge, {} resident in small pages, {} collapsed",
+                    "0x{base:x}+{len}: {} huge-page blocks ({} with a present page), {} already huge, {} resident in small pages, {} collapsed",
                     c.blocks,
+                    c.looked,
                     c.huge,
                     c.resident,
                     c.collapsed
