@@ -157,10 +157,18 @@ impl Xfer {
         self.has_deferred.store(true, Ordering::Release);
     }
 
+    ///
+    /// The test for nothing deferred is inlined into every pass over the
+    /// inbox (as [`Xfer::pump`]'s).
+    #[inline(always)]
     pub(super) fn flush_deferred(&self) {
-        if !self.has_deferred.load(Ordering::Acquire) {
-            return;
+        if self.has_deferred.load(Ordering::Acquire) {
+            self.flush_deferred_queued();
         }
+    }
+
+    #[inline(never)]
+    fn flush_deferred_queued(&self) {
         let mut d = lock(&self.deferred);
         if d.is_empty() {
             self.has_deferred.store(false, Ordering::Release);
@@ -467,7 +475,7 @@ impl Xfer {
             let r = rx.posted.pop_front().unwrap_or_else(|| unreachable!());
             self.posted_recvs.store(rx.posted.len(), Ordering::Release);
             drop(rx);
-            return self.deliver(&r, w, body, &[], false);
+            return self.deliver_inline(&r, w, body);
         }
         // A multi-receive buffer too full for the message is released and
         // the search goes on with the receives posted after it.
@@ -573,18 +581,65 @@ impl Xfer {
         self.finish_recv(r, w, status);
     }
 
+    /// [`Xfer::deliver`] of an inline message that arrived to a plain
+    /// receive (the common case), inlined into [`Xfer::on_message`]. As a
+    /// call to `deliver` and from there to `finish_recv`, with the branches
+    /// for multi-receive pieces, truncation and errors, handling an 8 B
+    /// tagged message took 544 instructions; 486 so (callgrind, the client
+    /// of `fi_rdm_tagged_pingpong -S 8`).
+    #[inline(always)]
+    fn deliver_inline(&self, r: &Recv, w: &Wire, bytes: &[u8]) {
+        let room: u64 = r.iov.iter().map(|x| x.1).sum();
+        let take = w.len.min(room);
+        // SAFETY: as in `deliver`.
+        unsafe { scatter(&bytes[..take as usize], &r.iov) };
+        self.respond(w, 0, &[]);
+        if w.len > room || r.multi.is_some() {
+            return self.finish_recv(r, w, Ok(()));
+        }
+        self.finish_plain(r, w, take);
+    }
+
     /// Completes a receive that took (the first bytes of) message `w`.
     pub(super) fn finish_recv(&self, r: &Recv, w: &Wire, status: Result<()>) {
         let room: u64 = r.iov.iter().map(|x| x.1).sum();
         let take = w.len.min(room);
-        let tagged = w.flags & W_TAGGED != 0;
-        let flags = FI_RECV
-            | if tagged { FI_TAGGED } else { FI_MSG }
-            | if w.flags & W_DATA != 0 {
-                FI_REMOTE_CQ_DATA
-            } else {
-                0
-            };
+        if status.is_ok() && w.len <= room && r.multi.is_none() {
+            return self.finish_plain(r, w, take);
+        }
+        self.finish_other(r, w, status, room, take);
+    }
+
+    /// [`Xfer::finish_recv`] of a plain receive (not a piece of a
+    /// multi-receive buffer) that took the whole message.
+    #[inline(always)]
+    fn finish_plain(&self, r: &Recv, w: &Wire, take: u64) {
+        if let Some(c) = self.cntr(C_RECV) {
+            c.count(take);
+        }
+        if r.report {
+            if let Some((cq, _)) = self.cq(true) {
+                let _ = cq.push(Completion {
+                    context: r.context,
+                    flags: recv_flags(w),
+                    len: take as usize,
+                    buf: r
+                        .iov
+                        .first()
+                        .map_or(std::ptr::null_mut(), |x| x.0 as *mut c_void),
+                    data: w.data,
+                    tag: w.tag,
+                    src: self.source(&w.src()),
+                });
+            }
+        }
+    }
+
+    /// [`Xfer::finish_recv`] of the rest: a piece of a multi-receive
+    /// buffer, a truncated message, a failed one.
+    #[inline(never)]
+    fn finish_other(&self, r: &Recv, w: &Wire, status: Result<()>, room: u64, take: u64) {
+        let flags = recv_flags(w);
         let buf = r
             .iov
             .first()
@@ -647,4 +702,20 @@ impl Xfer {
             }
         }
     }
+}
+
+/// The completion flags of a receive that message `w` filled.
+#[inline(always)]
+fn recv_flags(w: &Wire) -> u64 {
+    FI_RECV
+        | if w.flags & W_TAGGED != 0 {
+            FI_TAGGED
+        } else {
+            FI_MSG
+        }
+        | if w.flags & W_DATA != 0 {
+            FI_REMOTE_CQ_DATA
+        } else {
+            0
+        }
 }

@@ -624,7 +624,7 @@ impl Xfer {
         slot.tagged = r.tagged;
         slot.tag = r.tag;
         slot.ignore = r.ignore;
-        slot.src = src;
+        slot.set_source(src);
         slot.report = report;
         slot.context = r.context;
         match &mut slot.iov {
@@ -633,7 +633,7 @@ impl Xfer {
                     d.0 = s.0;
                     d.1 = s.1;
                 }
-                *k = r.iov.len();
+                *k = r.iov.len() as u32;
             }
             iov => *iov = r.iov.into(),
         }
@@ -705,17 +705,19 @@ impl Xfer {
 
     /// The receive of `r` with its source and reporting already worked out.
     fn recv_with(&self, r: &RecvPost<'_>, src: Option<Address>, report: bool) -> Recv {
-        Recv {
+        let mut recv = Recv {
             tagged: r.tagged,
             tag: r.tag,
             ignore: r.ignore,
-            src,
             iov: r.iov.into(),
             report,
             context: r.context,
             multi: (r.flags & FI_MULTI_RECV != 0)
                 .then(|| Arc::new(Multi::new(self.ep().min_multi_recv()))),
-        }
+            ..Recv::VACANT
+        };
+        recv.set_source(src);
+        recv
     }
 
     /// The piece of multi-receive buffer `r` that a message of `len` bytes
@@ -730,7 +732,6 @@ impl Xfer {
         match m.carve(room, len) {
             Carve::Piece { off, len, released } => {
                 let piece = Recv {
-                    src: r.src,
                     iov: window(&r.iov, off, len)[..].into(),
                     multi: Some(Arc::clone(m)),
                     ..*r

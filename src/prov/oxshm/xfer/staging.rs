@@ -169,10 +169,19 @@ impl Xfer {
     /// Once a receiver's ring is full, the transfers behind to the same
     /// receiver are not tried: each try reads the ring's cells, pulling
     /// their lines away from the receiver that is emptying it.
+    ///
+    /// The test for nothing queued is inlined into every pass over the
+    /// inbox: called for it, the function saved and restored its registers
+    /// each time (17 instructions a pass against 2, callgrind).
+    #[inline(always)]
     pub(super) fn pump(&self) {
-        if !self.has_outbound.load(Ordering::Acquire) {
-            return;
+        if self.has_outbound.load(Ordering::Acquire) {
+            self.pump_queued();
         }
+    }
+
+    #[inline(never)]
+    fn pump_queued(&self) {
         let mut out = lock(&self.outbound);
         if out.is_empty() {
             self.has_outbound.store(false, Ordering::Release);

@@ -200,7 +200,8 @@ fn matching() {
         tagged: true,
         tag: 0x1200,
         ignore: 0xff,
-        src: Some(a),
+        any_src: false,
+        src: a,
         iov: [(0x1000, 64)][..].into(),
         report: true,
         context: std::ptr::null_mut(),
@@ -220,7 +221,7 @@ fn matching() {
     assert!(!matches(&r, &w(0, 0x1200, a)));
     let any = Recv {
         tagged: false,
-        src: None,
+        any_src: true,
         iov: [][..].into(),
         multi: None,
         ..r
