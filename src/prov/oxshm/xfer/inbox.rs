@@ -157,9 +157,9 @@ impl Xfer {
         self.has_deferred.store(true, Ordering::Release);
     }
 
-    ///
-    /// The test for nothing deferred is inlined into every pass over the
-    /// inbox (as [`Xfer::pump`]'s).
+    /// Sends the responses queued by [`Xfer::send_to`], in order, as far as
+    /// the initiators' inboxes take them. The test for nothing queued is
+    /// inlined into every pass over the inbox (as [`Xfer::pump`]'s).
     #[inline(always)]
     pub(super) fn flush_deferred(&self) {
         if self.has_deferred.load(Ordering::Acquire) {
