@@ -1064,7 +1064,6 @@ impl Xfer {
     }
 
     /// One pass over the inbox by the holder of the drain lock.
-    #[inline(always)]
     fn drain_locked(&self, app: bool) -> usize {
         self.flush_deferred();
         self.pump();

@@ -472,6 +472,31 @@ impl Xfer {
                 .front()
                 .is_some_and(|r| r.multi.is_none() && matches(r, w))
         {
+            // One buffer that holds the whole message (most receives): the
+            // fields delivery needs are read in place, and the receive is
+            // dropped where it lies instead of being copied out first.
+            // Copied out, its 128 bytes were read with wide loads soon
+            // after the narrow stores that posted it: bench/msg_cpu.c (a
+            // receive posted, then the message to it) took 4 % more CPU
+            // time a message than with the copy done by memcpy; in place,
+            // 5.5 % less (15 interleaved runs), and handling an 8 B
+            // message 433 instructions instead of 486 (callgrind).
+            let one = rx.posted.front().and_then(|r| match r.iov[..] {
+                [(base, room)] if w.len <= room && w.len == body.len() as u64 => {
+                    Some((base, r.context, r.report))
+                }
+                _ => None,
+            });
+            if let Some((base, context, report)) = one {
+                rx.posted.pop_front();
+                self.posted_recvs.store(rx.posted.len(), Ordering::Release);
+                drop(rx);
+                // SAFETY: the receive buffer is the application's writable
+                // memory (fi_msg(3)), and holds the message (checked).
+                unsafe { copy_short(body.as_ptr(), base as *mut u8, body.len()) };
+                self.respond(w, 0, &[]);
+                return self.finish_plain(context, report, base, w, w.len);
+            }
             let r = rx.posted.pop_front().unwrap_or_else(|| unreachable!());
             self.posted_recvs.store(rx.posted.len(), Ordering::Release);
             drop(rx);
@@ -597,7 +622,7 @@ impl Xfer {
         if w.len > room || r.multi.is_some() {
             return self.finish_recv(r, w, Ok(()));
         }
-        self.finish_plain(r, w, take);
+        self.finish_plain(r.context, r.report, first_buf(r), w, take);
     }
 
     /// Completes a receive that took (the first bytes of) message `w`.
@@ -605,28 +630,26 @@ impl Xfer {
         let room: u64 = r.iov.iter().map(|x| x.1).sum();
         let take = w.len.min(room);
         if status.is_ok() && w.len <= room && r.multi.is_none() {
-            return self.finish_plain(r, w, take);
+            return self.finish_plain(r.context, r.report, first_buf(r), w, take);
         }
         self.finish_other(r, w, status, room, take);
     }
 
     /// [`Xfer::finish_recv`] of a plain receive (not a piece of a
-    /// multi-receive buffer) that took the whole message.
+    /// multi-receive buffer) that took the whole message: its context,
+    /// whether it reports, and its first buffer.
     #[inline(always)]
-    fn finish_plain(&self, r: &Recv, w: &Wire, take: u64) {
+    fn finish_plain(&self, context: *mut c_void, report: bool, buf: u64, w: &Wire, take: u64) {
         if let Some(c) = self.cntr(C_RECV) {
             c.count(take);
         }
-        if r.report {
+        if report {
             if let Some((cq, _)) = self.cq(true) {
                 let _ = cq.push(Completion {
-                    context: r.context,
+                    context,
                     flags: recv_flags(w),
                     len: take as usize,
-                    buf: r
-                        .iov
-                        .first()
-                        .map_or(std::ptr::null_mut(), |x| x.0 as *mut c_void),
+                    buf: buf as *mut c_void,
                     data: w.data,
                     tag: w.tag,
                     src: self.source(&w.src()),
@@ -718,4 +741,11 @@ fn recv_flags(w: &Wire) -> u64 {
         } else {
             0
         }
+}
+
+/// The address of a receive's first buffer, 0 for none (the completion's
+/// `buf`).
+#[inline(always)]
+fn first_buf(r: &Recv) -> u64 {
+    r.iov.first().map_or(0, |x| x.0)
 }
