@@ -500,7 +500,7 @@ impl Xfer {
             let r = rx.posted.pop_front().unwrap_or_else(|| unreachable!());
             self.posted_recvs.store(rx.posted.len(), Ordering::Release);
             drop(rx);
-            return self.deliver_inline(&r, w, body);
+            return self.deliver(&r, w, body, &[], false);
         }
         // A multi-receive buffer too full for the message is released and
         // the search goes on with the receives posted after it.
@@ -606,25 +606,6 @@ impl Xfer {
         self.finish_recv(r, w, status);
     }
 
-    /// [`Xfer::deliver`] of an inline message that arrived to a plain
-    /// receive (the common case), inlined into [`Xfer::on_message`]. As a
-    /// call to `deliver` and from there to `finish_recv`, with the branches
-    /// for multi-receive pieces, truncation and errors, handling an 8 B
-    /// tagged message took 544 instructions; 486 so (callgrind, the client
-    /// of `fi_rdm_tagged_pingpong -S 8`).
-    #[inline(always)]
-    fn deliver_inline(&self, r: &Recv, w: &Wire, bytes: &[u8]) {
-        let room: u64 = r.iov.iter().map(|x| x.1).sum();
-        let take = w.len.min(room);
-        // SAFETY: as in `deliver`.
-        unsafe { scatter(&bytes[..take as usize], &r.iov) };
-        self.respond(w, 0, &[]);
-        if w.len > room || r.multi.is_some() {
-            return self.finish_recv(r, w, Ok(()));
-        }
-        self.finish_plain(r.context, r.report, first_buf(r), w, take);
-    }
-
     /// Completes a receive that took (the first bytes of) message `w`.
     pub(super) fn finish_recv(&self, r: &Recv, w: &Wire, status: Result<()>) {
         let room: u64 = r.iov.iter().map(|x| x.1).sum();
@@ -663,10 +644,7 @@ impl Xfer {
     #[inline(never)]
     fn finish_other(&self, r: &Recv, w: &Wire, status: Result<()>, room: u64, take: u64) {
         let flags = recv_flags(w);
-        let buf = r
-            .iov
-            .first()
-            .map_or(std::ptr::null_mut(), |x| x.0 as *mut c_void);
+        let buf = first_buf(r) as *mut c_void;
         let truncated = w.len > room;
         // The last piece of a released multi-receive buffer says so, and
         // is reported even under FI_SELECTIVE_COMPLETION (fi_msg(3)).
