@@ -233,6 +233,14 @@ impl Av {
         t.slots[i as usize].peer.clone()
     }
 
+    /// The version of the AV's table: it changes before any mapping
+    /// does, and is never 0 ([`cache::Cache::invalidate`]). A lookup made
+    /// under a version still current is still right.
+    #[inline(always)]
+    pub fn version(&self) -> u64 {
+        self.cache.version()
+    }
+
     /// The address `fi_addr` names, without taking a hold on its entry
     /// (the data path only needs the address itself).
     /// Repeated lookups are answered from the cache, without the lock,

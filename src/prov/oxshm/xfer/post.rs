@@ -426,17 +426,33 @@ impl Xfer {
         {
             return None;
         }
-        let dest = match self.resolve(q.dest) {
-            Ok(a) => a,
-            Err(e) => return Some(Err(e)),
-        };
+        // Read before any lookup made under it (0, which no AV has, when
+        // there is none: nothing matches it).
+        let version = self.av().map_or(0, |av| av.version());
         if self.inflight.load(Ordering::Acquire) >= self.ep().tx_size {
+            // A destination not in the AV is refused before a full queue.
+            if let Err(e) = self.resolve(q.dest) {
+                return Some(Err(e));
+            }
             self.progress_app(true);
             return Some(Err(Error::AGAIN));
         }
         let report = self.tx_reports(q.silent, q.flags);
         let mut peers = lock(&self.peers);
-        let peer = peers.get_cached(&dest)?;
+        // The destination of the last send here, the AV unchanged since:
+        // its peer without the AV's lookup.
+        let (dest, peer) = match peers.by_dest(q.dest, version) {
+            Some(found) => found,
+            None => {
+                drop(peers);
+                let dest = match self.resolve(q.dest) {
+                    Ok(a) => a,
+                    Err(e) => return Some(Err(e)),
+                };
+                peers = lock(&self.peers);
+                (dest, peers.learn_dest(q.dest, version, &dest)?)
+            }
+        };
         // A send that may be lone is left to `post`, which decides; one of
         // a stream that goes as one copy by the target is posted there.
         if q.write.is_none() && !q.silent && q.len >= LONE_MIN {

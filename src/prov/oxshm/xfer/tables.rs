@@ -97,6 +97,11 @@ pub(in crate::prov::oxshm) struct PeerMap {
     /// The peer last found by `get_cached`, while `map` holds it (every
     /// removal clears it).
     last: Option<(Address, *const Peer)>,
+    /// The send destination (`fi_addr_t`) that `last` was found for, and
+    /// the AV's version when it was resolved ([`PeerMap::learn_dest`]);
+    /// version 0, which an AV never has, for none. Cleared whenever
+    /// `last` changes.
+    last_dest: (u64, u64),
 }
 
 // SAFETY: `last` points into an Arc that `map` holds; it is read and
@@ -124,12 +129,40 @@ impl PeerMap {
         }
         let p = self.map.get(a)?;
         self.last = Some((*a, Arc::as_ptr(p)));
+        self.last_dest = (0, 0);
         Some(p)
+    }
+
+    /// The address and peer of send destination `dest`, when it is the
+    /// last one [`PeerMap::learn_dest`] resolved and the AV is still at
+    /// the version it was resolved under: a stream of sends to one
+    /// `fi_addr_t` skips the AV's lookup.
+    #[inline(always)]
+    pub(super) fn by_dest(&self, dest: u64, version: u64) -> Option<(Address, &Peer)> {
+        match self.last {
+            Some((a, p)) if self.last_dest == (dest, version) && version != 0 => {
+                // SAFETY: as in `get_cached`.
+                Some((a, unsafe { &*p }))
+            }
+            _ => None,
+        }
+    }
+
+    /// [`PeerMap::get_cached`] for `a`, which send destination `dest`
+    /// resolved to under the AV's `version`, remembered for
+    /// [`PeerMap::by_dest`].
+    pub(super) fn learn_dest(&mut self, dest: u64, version: u64, a: &Address) -> Option<&Peer> {
+        let p = Arc::as_ptr(self.map.get(a)?);
+        self.last = Some((*a, p));
+        self.last_dest = (dest, version);
+        // SAFETY: as in `get_cached`.
+        Some(unsafe { &*p })
     }
 
     pub(super) fn insert(&mut self, a: Address, p: Arc<Peer>) {
         if self.last.is_some_and(|(l, _)| l == a) {
             self.last = None;
+            self.last_dest = (0, 0);
         }
         self.map.insert(a, p);
     }
@@ -137,6 +170,7 @@ impl PeerMap {
     pub(super) fn remove(&mut self, a: &Address) {
         if self.last.is_some_and(|(l, _)| l == *a) {
             self.last = None;
+            self.last_dest = (0, 0);
         }
         self.map.remove(a);
     }

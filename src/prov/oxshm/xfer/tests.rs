@@ -106,6 +106,29 @@ fn the_last_peer_is_answered_until_the_map_drops_it() {
     m.insert(b, Arc::clone(&pb2));
     assert!(std::ptr::eq(m.get_cached(&b).unwrap(), &*pb2));
     assert_eq!(Arc::strong_count(&pb), 1);
+
+    // A send destination: answered while the fi_addr_t and the AV's
+    // version are the ones it was resolved under, and the peer is held.
+    let pa = peer(&a);
+    m.insert(a, Arc::clone(&pa));
+    assert!(m.by_dest(7, 3).is_none());
+    assert!(std::ptr::eq(m.learn_dest(7, 3, &a).unwrap(), &*pa));
+    let (got, p) = m.by_dest(7, 3).unwrap();
+    assert!(got == a && std::ptr::eq(p, &*pa));
+    assert!(m.by_dest(8, 3).is_none(), "another fi_addr_t");
+    assert!(m.by_dest(7, 4).is_none(), "the AV changed since");
+    // Version 0 (no AV) never matches, even as learnt.
+    assert!(m.learn_dest(7, 0, &a).is_some());
+    assert!(m.by_dest(7, 0).is_none());
+    // Another peer looked up, or this one removed: forgotten.
+    assert!(m.learn_dest(7, 3, &a).is_some());
+    assert!(m.get_cached(&b).is_some());
+    assert!(m.by_dest(7, 3).is_none());
+    assert!(m.learn_dest(7, 3, &a).is_some());
+    m.remove(&a);
+    assert!(m.by_dest(7, 3).is_none());
+    assert!(m.learn_dest(7, 3, &a).is_none(), "a peer not met");
+    assert_eq!(Arc::strong_count(&pa), 1);
 }
 
 #[test]
