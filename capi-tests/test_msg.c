@@ -118,6 +118,56 @@ static int send_recv_sizes(void)
 	return peer_close(&p, p.is_target ? sizes_target(&p) : sizes_initiator(&p));
 }
 
+/* ------------------------------------------------------ source addresses */
+
+static int nosource_target(struct peer *p)
+{
+	char buf[64] = { 0 };
+	int ctx;
+	CHECK_OK(fi_recv(p->ep, buf, sizeof(buf), NULL, FI_ADDR_UNSPEC, &ctx));
+	CHECK_OK(peer_sync(p)); /* posted: send */
+	struct fi_cq_tagged_entry e;
+	fi_addr_t src = p->other;
+	CHECK_OK(peer_wait_from(p, &e, &src, NULL));
+	CHECK(e.op_context == &ctx);
+	CHECK(e.len == 8);
+	CHECK(src == FI_ADDR_NOTAVAIL);
+	CHECK_OK(peer_sync(p));
+	return 0;
+}
+
+static int nosource_initiator(struct peer *p)
+{
+	char buf[8] = "oxshm!!";
+	CHECK_OK(peer_sync(p));
+	CHECK_OK(fi_inject(p->ep, buf, sizeof(buf), p->other));
+	CHECK_OK(peer_sync(p));
+	return 0;
+}
+
+/*
+ * FI_SOURCE, a secondary capability that costs a lookup per received
+ * message, is granted only when asked for (fi_getinfo(3)); without it
+ * fi_cq_readfrom reports FI_ADDR_NOTAVAIL (fi_cq(3)). send_recv_sizes
+ * checks the source with it.
+ */
+static int source_only_with_fi_source(void)
+{
+	arm();
+	struct peer p;
+	CHECK_OK(peer_open(&p, FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY,
+			   FI_MSG | FI_TAGGED));
+	int rc = 0;
+	if (p.info->caps & (FI_SOURCE | FI_SOURCE_ERR)) {
+		fprintf(stderr, "    caps granted without being asked: %s\n",
+			fi_tostr(&p.info->caps, FI_TYPE_CAPS));
+		rc = 1;
+	}
+	if (!rc)
+		rc = p.is_target ? nosource_target(&p) : nosource_initiator(&p);
+	return peer_close(&p, rc);
+}
+
 /* ------------------------------------------------------------ large stream */
 
 /*
@@ -1383,6 +1433,7 @@ static int size_left(void)
 
 static const struct test_case cases[] = {
 	CASE(send_recv_sizes),
+	CASE(source_only_with_fi_source),
 	CASE(large_message_stream),
 	CASE(bulk_send_from_a_hole_fails_at_both_ends),
 	CASE(unexpected_small_and_large),

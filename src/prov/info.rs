@@ -181,16 +181,23 @@ pub const RX_CAPS: u64 = f::FI_MSG
     | f::FI_TAGGED_MULTI_RECV
     | f::FI_TRIGGER;
 
+/// Secondary capabilities granted only when asked for: FI_SOURCE has the
+/// provider look every received message's source up in the AV, a cost
+/// fi_getinfo(3) lets a provider add unasked only where it has none
+/// (FI_SOURCE_ERR goes with it). As upstream's providers do.
+pub const SECONDARY_ASKED_ONLY: u64 = f::FI_SOURCE | f::FI_SOURCE_ERR;
+
 /// The capabilities granted for a request of `requested` from a provider
 /// offering `offered` (which holds every requested bit): the requested
 /// bits, the modifiers their primary capabilities imply when the request
-/// names none of that group, and the provider's secondary capabilities.
-/// A request of 0 asks for everything offered.
+/// names none of that group, and the provider's secondary capabilities
+/// but those of [`SECONDARY_ASKED_ONLY`]. A request of 0 asks for
+/// everything offered.
 pub fn granted_caps(requested: u64, offered: u64) -> u64 {
     if requested == 0 {
         return offered;
     }
-    let mut caps = requested | (offered & SECONDARY_CAPS);
+    let mut caps = requested | (offered & SECONDARY_CAPS & !SECONDARY_ASKED_ONLY);
     if requested & (f::FI_MSG | f::FI_TAGGED) != 0 && requested & MSG_MODIFIERS == 0 {
         caps |= offered & MSG_MODIFIERS;
     }
@@ -690,12 +697,23 @@ mod tests {
             rx: Some(RxAttr::default()),
             ..Default::default()
         };
+        // FI_SOURCE, a secondary cap with a cost, only when asked for.
+        let got = match_info(V, &o, 0, Some(&h)).unwrap();
+        assert_eq!(got.caps, f::FI_RMA | RMA_MODIFIERS | f::FI_LOCAL_COMM);
+        assert_eq!(got.tx.unwrap().caps, f::FI_RMA | f::FI_READ | f::FI_WRITE);
+        assert_eq!(
+            got.rx.unwrap().caps,
+            f::FI_RMA | f::FI_REMOTE_READ | f::FI_REMOTE_WRITE
+        );
+        let h = Info {
+            caps: f::FI_RMA | f::FI_SOURCE,
+            ..h
+        };
         let got = match_info(V, &o, 0, Some(&h)).unwrap();
         assert_eq!(
             got.caps,
             f::FI_RMA | RMA_MODIFIERS | f::FI_LOCAL_COMM | f::FI_SOURCE
         );
-        assert_eq!(got.tx.unwrap().caps, f::FI_RMA | f::FI_READ | f::FI_WRITE);
         assert_eq!(
             got.rx.unwrap().caps,
             f::FI_RMA | f::FI_REMOTE_READ | f::FI_REMOTE_WRITE | f::FI_SOURCE

@@ -1249,8 +1249,20 @@ impl Xfer {
         }
     }
 
-    /// The AV handle of `a` in the endpoint's AV (FI_ADDR_NOTAVAIL if absent).
+    /// A completion's source (fi_cq_readfrom(3)): the AV handle of `a` in
+    /// the endpoint's AV, FI_ADDR_NOTAVAIL if absent or if the endpoint
+    /// was opened without FI_SOURCE (fi_cq(3): source addresses are only
+    /// available to endpoints with it; the lookup is not made).
+    #[inline(always)]
     fn source(&self, a: &Address) -> fi_addr_t {
+        if self.ep().caps & FI_SOURCE == 0 {
+            return FI_ADDR_NOTAVAIL;
+        }
+        self.source_lookup(a)
+    }
+
+    #[inline(never)]
+    fn source_lookup(&self, a: &Address) -> fi_addr_t {
         self.av()
             .and_then(|av| av.find(a))
             .unwrap_or(FI_ADDR_NOTAVAIL)
