@@ -697,10 +697,14 @@ impl Cq {
     /// after, each waiting for the stores it spans to land (a quarter of
     /// `push`'s samples at the receiver of `fi_rdm_bw -S 64`, `perf
     /// record`).
+    ///
+    /// The direct write takes the queues' lock without a [`QGuard`]: it
+    /// leaves the queues as they were, so [`Cq::busy_hint`] needs no
+    /// update when it drops.
     #[inline(always)]
     pub fn push(&self, c: Completion) -> Result<()> {
-        let q = self.lock();
-        if q.g.serialized() && q.ok.is_empty() && q.errs.is_empty() && q.overrun == Overrun::No {
+        let g = self.q.lock();
+        if g.serialized() && g.ok.is_empty() && g.errs.is_empty() && g.overrun == Overrun::No {
             // SAFETY: a lock taken through the serialization: this is the
             // application's thread, whose field it is ([`Direct`]).
             let d = unsafe { &mut *self.direct.get() };
@@ -718,6 +722,10 @@ impl Cq {
                 return Ok(());
             }
         }
+        let q = QGuard {
+            g,
+            hint: &self.busy_hint,
+        };
         self.enqueue_locked(q, |q, seq| q.ok.push_back((seq, c)))
     }
 
