@@ -152,10 +152,9 @@ impl PeerMap {
     /// resolved to under the AV's `version`, remembered for
     /// [`PeerMap::by_dest`].
     pub(super) fn learn_dest(&mut self, dest: u64, version: u64, a: &Address) -> Option<&Peer> {
-        let p = Arc::as_ptr(self.map.get(a)?);
-        self.last = Some((*a, p));
+        let p: *const Peer = self.get_cached(a)?;
         self.last_dest = (dest, version);
-        // SAFETY: as in `get_cached`.
+        // SAFETY: `p` is `last`'s, as in `get_cached`.
         Some(unsafe { &*p })
     }
 
