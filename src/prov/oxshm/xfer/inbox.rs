@@ -488,7 +488,7 @@ impl Xfer {
                 _ => None,
             });
             if let Some((base, context, report)) = one {
-                rx.posted.pop_front();
+                rx.posted.discard_front();
                 self.posted_recvs.store(rx.posted.len(), Ordering::Release);
                 drop(rx);
                 // SAFETY: the receive buffer is the application's writable

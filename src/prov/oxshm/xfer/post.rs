@@ -630,29 +630,10 @@ impl Xfer {
         if rx.posted.len() >= self.ep().rx_size {
             return Err(Error::AGAIN);
         }
-        // Written in place at the end of the queue, field by field.
-        // (Built on the stack and moved in, it was copied with wide
-        // loads right after its narrow stores: a store-forwarding
-        // stall per receive.)
-        rx.posted.push_back(Recv::VACANT);
+        // Written in place at the end of the queue.
+        rx.posted
+            .push_plain(r.tagged, r.tag, r.ignore, src, r.iov, report, r.context);
         let n = rx.posted.len();
-        let slot = rx.posted.back_mut().unwrap_or_else(|| unreachable!());
-        slot.tagged = r.tagged;
-        slot.tag = r.tag;
-        slot.ignore = r.ignore;
-        slot.set_source(src);
-        slot.report = report;
-        slot.context = r.context;
-        match &mut slot.iov {
-            IovList::Inline(k, a) if r.iov.len() <= IOV_MAX => {
-                for (d, s) in a.iter_mut().zip(r.iov) {
-                    d.0 = s.0;
-                    d.1 = s.1;
-                }
-                *k = r.iov.len() as u32;
-            }
-            iov => *iov = r.iov.into(),
-        }
         self.posted_recvs.store(n, Ordering::Release);
         Ok(())
     }

@@ -6,6 +6,8 @@ use super::wire::{Wire, W_TAGGED};
 use super::{lock, Address, IOV_MAX};
 use libc::c_void;
 use std::collections::VecDeque;
+use std::mem::MaybeUninit;
+use std::ptr::addr_of_mut;
 use std::sync::{Arc, Mutex};
 
 /// The local buffers of one operation or posted receive: up to
@@ -105,6 +107,13 @@ impl Recv {
 
     /// A receive with nothing in it yet, written in place and then filled
     /// ([`super::Xfer::post_recv`]).
+    /// No address: the source of a receive from any.
+    pub(super) const NO_SRC: Address = Address {
+        pid: 0,
+        ep_id: 0,
+        nonce: 0,
+    };
+
     pub(super) const VACANT: Recv = Recv {
         tagged: false,
         tag: 0,
@@ -217,8 +226,202 @@ pub(super) struct Unexpected {
 
 #[derive(Default)]
 pub(super) struct Rx {
-    pub(super) posted: VecDeque<Recv>,
+    pub(super) posted: Posted,
     pub(super) unexpected: VecDeque<Unexpected>,
+}
+
+/// The posted receives, oldest first: a ring of slots, each receive
+/// written straight into its slot and dropped where it lies when a
+/// message takes it.
+///
+/// A `VecDeque` took a receive by value: posting one copied a blank
+/// receive into the queue (out of line) and then filled it in, and taking
+/// one copied its 128 bytes out again before dropping them. Here a post
+/// writes the fields once, and the common take ([`Posted::discard_front`])
+/// copies nothing.
+#[derive(Default)]
+pub(super) struct Posted {
+    /// A power of two slots (none until the first post); the live ones
+    /// are `len` of them from `head` on, wrapping around.
+    slots: Vec<MaybeUninit<Recv>>,
+    head: usize,
+    len: usize,
+}
+
+impl Posted {
+    #[inline(always)]
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
+    #[inline(always)]
+    pub(super) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The slot of the `i`th receive (live or about to be).
+    #[inline(always)]
+    fn at(&self, i: usize) -> usize {
+        (self.head + i) & (self.slots.len() - 1)
+    }
+
+    #[inline(always)]
+    pub(super) fn front(&self) -> Option<&Recv> {
+        self.get(0)
+    }
+
+    #[inline(always)]
+    pub(super) fn get(&self, i: usize) -> Option<&Recv> {
+        if i >= self.len {
+            return None;
+        }
+        // SAFETY: slots of the first `len` positions are initialized.
+        Some(unsafe { self.slots[self.at(i)].assume_init_ref() })
+    }
+
+    /// Appends `r` (the newest).
+    #[inline]
+    pub(super) fn push_back(&mut self, r: Recv) {
+        let slot = self.next_slot();
+        // SAFETY: next_slot's slot, written whole, then counted.
+        unsafe { slot.write(r) };
+        self.len += 1;
+    }
+
+    /// Appends a plain receive (no multi-receive buffer), written field
+    /// by field into its slot. (A whole `Recv` written into the slot was
+    /// built on the stack and copied over, 16 more instructions a post.)
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn push_plain(
+        &mut self,
+        tagged: bool,
+        tag: u64,
+        ignore: u64,
+        src: Option<Address>,
+        iov: &[(u64, u64)],
+        report: bool,
+        context: *mut c_void,
+    ) {
+        let p = self.next_slot();
+        // SAFETY: next_slot's slot, every field written once below, then
+        // counted.
+        unsafe {
+            addr_of_mut!((*p).tagged).write(tagged);
+            addr_of_mut!((*p).tag).write(tag);
+            addr_of_mut!((*p).ignore).write(ignore);
+            addr_of_mut!((*p).any_src).write(src.is_none());
+            addr_of_mut!((*p).src).write(src.unwrap_or(Recv::NO_SRC));
+            addr_of_mut!((*p).report).write(report);
+            addr_of_mut!((*p).context).write(context);
+            addr_of_mut!((*p).multi).write(None);
+            let list = addr_of_mut!((*p).iov);
+            match iov {
+                [one] => list.write(IovList::Inline(1, [*one, (0, 0), (0, 0), (0, 0)])),
+                _ => list.write(iov.into()),
+            }
+        }
+        self.len += 1;
+    }
+
+    /// The free slot after the newest receive (the slots grown first if
+    /// none is), for the caller to write whole and then count.
+    #[inline(always)]
+    fn next_slot(&mut self) -> *mut Recv {
+        if self.len == self.slots.len() {
+            self.grow();
+        }
+        let i = self.at(self.len);
+        self.slots[i].as_mut_ptr()
+    }
+
+    /// Doubles the slots (8 at first), the receives moved to the start
+    /// in order.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self) {
+        let cap = (self.slots.len() * 2).max(8);
+        let mut v: Vec<MaybeUninit<Recv>> = Vec::with_capacity(cap);
+        for k in 0..self.len {
+            let i = self.at(k);
+            // SAFETY: a live slot, read once: the old one is forgotten
+            // with the old vector (MaybeUninit has no drop).
+            v.push(MaybeUninit::new(unsafe {
+                self.slots[i].assume_init_read()
+            }));
+        }
+        v.resize_with(cap, MaybeUninit::uninit);
+        self.slots = v;
+        self.head = 0;
+    }
+
+    /// Drops the oldest receive where it lies. Nothing when empty.
+    #[inline(always)]
+    pub(super) fn discard_front(&mut self) {
+        if self.len == 0 {
+            return;
+        }
+        let i = self.head;
+        self.head = self.at(1);
+        self.len -= 1;
+        // SAFETY: a live slot, no longer counted as one.
+        unsafe { self.slots[i].assume_init_drop() };
+    }
+
+    /// Takes the oldest receive out.
+    #[inline]
+    pub(super) fn pop_front(&mut self) -> Option<Recv> {
+        self.remove(0)
+    }
+
+    /// Takes out the `i`th receive; the newer ones move up one place.
+    pub(super) fn remove(&mut self, i: usize) -> Option<Recv> {
+        if i >= self.len {
+            return None;
+        }
+        let at = self.at(i);
+        // SAFETY: a live slot, read once; it is then overwritten or no
+        // longer counted.
+        let r = unsafe { self.slots[at].assume_init_read() };
+        if i == 0 {
+            self.head = self.at(1);
+        } else {
+            for k in i..self.len - 1 {
+                let (to, from) = (self.at(k), self.at(k + 1));
+                // SAFETY: both in bounds; `from` is live and is moved
+                // (bitwise) into the slot just vacated.
+                unsafe {
+                    let p = self.slots.as_mut_ptr();
+                    std::ptr::copy_nonoverlapping(p.add(from), p.add(to), 1);
+                }
+            }
+        }
+        self.len -= 1;
+        Some(r)
+    }
+
+    /// The receives, oldest first.
+    pub(super) fn iter(&self) -> impl Iterator<Item = &Recv> + '_ {
+        (0..self.len).map(move |k| {
+            // SAFETY: slots of the first `len` positions are initialized.
+            unsafe { self.slots[self.at(k)].assume_init_ref() }
+        })
+    }
+}
+
+impl std::ops::Index<usize> for Posted {
+    type Output = Recv;
+    fn index(&self, i: usize) -> &Recv {
+        self.get(i).expect("posted receive index out of range")
+    }
+}
+
+impl Drop for Posted {
+    fn drop(&mut self) {
+        while !self.is_empty() {
+            self.discard_front();
+        }
+    }
 }
 
 /// Byte ranges `(address, length)`: up to [`IOV_MAX`] kept in place, more

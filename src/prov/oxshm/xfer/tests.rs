@@ -308,3 +308,87 @@ fn only_a_streams_transfer_from_split_min_is_measured_for_sharing() {
     assert!(!measured_share(SPLIT_MIN - 1, false));
     assert!(!measured_share(4 << 20, true));
 }
+
+/// A receive numbered `n` (its context), with a multi-receive handle
+/// whose count tells whether the queue dropped it.
+fn numbered(n: usize, multi: &Arc<Multi>) -> Recv {
+    Recv {
+        context: n as *mut c_void,
+        multi: Some(Arc::clone(multi)),
+        ..Recv::VACANT
+    }
+}
+
+fn contexts(q: &Posted) -> Vec<usize> {
+    q.iter().map(|r| r.context as usize).collect()
+}
+
+/// The posted-receive ring keeps receives oldest first through
+/// wrap-arounds and growths, takes them from the front or the middle,
+/// and drops each one exactly once: taken, discarded or left at the end.
+#[test]
+fn posted_ring_keeps_order_and_drops_each_receive_once() {
+    let m = Arc::new(Multi::new(0));
+    let mut q = Posted::default();
+    assert!(q.is_empty() && q.front().is_none() && q.pop_front().is_none());
+    q.discard_front();
+    let mut want: std::collections::VecDeque<usize> = Default::default();
+    let mut next = 0;
+    // Fill, drain part, refill past the first growth while wrapped.
+    for round in 0..6 {
+        for _ in 0..(5 + 3 * round) {
+            q.push_back(numbered(next, &m));
+            want.push_back(next);
+            next += 1;
+        }
+        for _ in 0..(2 + round) {
+            q.discard_front();
+            want.pop_front();
+        }
+        assert_eq!(contexts(&q), Vec::from(want.clone()));
+        assert_eq!(q.len(), want.len());
+        assert_eq!(Arc::strong_count(&m), 1 + want.len());
+    }
+    // From the middle, then the front: the rest keep their order.
+    let mid = q.len() / 2;
+    let r = q.remove(mid).expect("in range");
+    assert_eq!(r.context as usize, want.remove(mid).unwrap());
+    drop(r);
+    let r = q.pop_front().expect("not empty");
+    assert_eq!(r.context as usize, want.pop_front().unwrap());
+    drop(r);
+    assert!(q.remove(q.len()).is_none());
+    assert_eq!(contexts(&q), Vec::from(want.clone()));
+    assert_eq!(q[1].context as usize, want[1]);
+    assert_eq!(Arc::strong_count(&m), 1 + want.len());
+    drop(q);
+    assert_eq!(Arc::strong_count(&m), 1);
+}
+
+/// A plain receive pushed field by field reads back as posted: one
+/// buffer in place, more than IOV_MAX on the heap, any source or one.
+#[test]
+fn posted_ring_plain_receives_read_back_as_posted() {
+    let mut q = Posted::default();
+    let src = Address {
+        pid: 7,
+        ep_id: 8,
+        nonce: 9,
+    };
+    let many: Vec<(u64, u64)> = (0..=IOV_MAX as u64).map(|i| (i * 100, i + 1)).collect();
+    q.push_plain(true, 5, 1, None, &[(0x1000, 64)], true, 3 as *mut c_void);
+    q.push_plain(false, 0, 0, Some(src), &many, false, 4 as *mut c_void);
+    q.push_plain(false, 0, 0, None, &[], true, 5 as *mut c_void);
+    let a = &q[0];
+    assert!(a.tagged && a.tag == 5 && a.ignore == 1 && a.any_src && a.report);
+    assert!(a.multi.is_none() && a.context as usize == 3);
+    assert!(matches!(a.iov, IovList::Inline(1, _)));
+    assert_eq!(&a.iov[..], &[(0x1000, 64)]);
+    let b = &q[1];
+    assert!(!b.tagged && !b.any_src && b.src == src && !b.report);
+    assert!(matches!(b.iov, IovList::Heap(_)));
+    assert_eq!(&b.iov[..], &many[..]);
+    assert!(q[2].iov.is_empty() && q[2].any_src);
+    q.discard_front();
+    assert_eq!(q.front().map(|r| r.context as usize), Some(4));
+}
