@@ -226,7 +226,7 @@ impl<T> Lock<T> {
         true
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn lock(&self) -> LockGuard<'_, T> {
         if self.enter() {
             return LockGuard {
@@ -288,7 +288,9 @@ impl<T> Lock<T> {
         }
     }
 
-    #[inline(always)]
+    /// Out of line: a guard's drop is then small enough to inline where
+    /// the domain is serialized and the lock never taken.
+    #[inline(never)]
     fn release(&self) {
         self.state.store(0, Ordering::Release);
         if super::shm::asym() {
