@@ -37,17 +37,26 @@ fn ep_of<'a>(e: *mut fid_ep) -> Result<&'a Ep> {
     unsafe { from_fid::<Ep>(e as *const fid) }
 }
 
+#[inline(always)]
 fn need_cap(ep: &Ep, cap: u64, name: &str, call: &str) -> Result<()> {
     if ep.caps & cap == 0 {
-        crate::ox_log!(
-            Warn,
-            EpData,
-            super::NAME,
-            "{call}: the endpoint was opened without {name}"
-        );
-        return Err(Error::OPNOTSUPP);
+        return Err(missing_cap(name, call));
     }
     Ok(())
+}
+
+/// [`need_cap`]'s refusal, out of line: the name and call are only looked
+/// at here.
+#[cold]
+#[inline(never)]
+fn missing_cap(name: &str, call: &str) -> Error {
+    crate::ox_log!(
+        Warn,
+        EpData,
+        super::NAME,
+        "{call}: the endpoint was opened without {name}"
+    );
+    Error::OPNOTSUPP
 }
 
 /// An operation's local buffers as (address, length) pairs, at most

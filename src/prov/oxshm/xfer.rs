@@ -604,13 +604,13 @@ impl<T> Locks for Lock<T> {
         = LockGuard<'a, T>
     where
         T: 'a;
-    #[inline]
+    #[inline(always)]
     fn take(&self) -> LockGuard<'_, T> {
         self.lock()
     }
 }
 
-#[inline]
+#[inline(always)]
 fn lock<L: Locks>(m: &L) -> L::Guard<'_> {
     m.take()
 }

@@ -409,6 +409,7 @@ impl Xfer {
     /// general request or taking a count on the peer. None when the
     /// general path must take it: a peer not met yet, a write that waits
     /// for its answer.
+    #[inline(always)]
     pub fn post_small(&self, q: &Quick) -> Option<Result<()>> {
         if q.len > INLINE || self.auth.len() > AUTH_MAX {
             return None;
