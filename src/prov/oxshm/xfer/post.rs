@@ -526,7 +526,7 @@ impl Xfer {
         let r = if self.auth.is_empty() && self.addr.pid == shm::my_pid() {
             self.put_small(peer, q, flags, data)
         } else {
-            self.put_wire(peer, q, flags, data)
+            self.put_wire(peer, (q.write, q.tag, q.buf, q.len), flags, data)
         };
         drop(peers);
         if let Err(e) = r {
@@ -564,25 +564,34 @@ impl Xfer {
 
     /// [`Xfer::post_small`]'s message in the whole header, with the
     /// endpoint's authorization key.
+    ///
+    /// Takes the message's fields, not the [`Quick`]: a reference to it
+    /// here kept the whole request in memory on the inlined short path.
     #[inline(never)]
-    fn put_wire(&self, peer: &Peer, q: &Quick, flags: u32, data: u64) -> Result<()> {
-        let (addr, key) = q.write.unwrap_or((0, 0));
+    fn put_wire(
+        &self,
+        peer: &Peer,
+        (write, tag, buf, len): (Option<(u64, u64)>, u64, *const c_void, usize),
+        flags: u32,
+        data: u64,
+    ) -> Result<()> {
+        let (addr, key) = write.unwrap_or((0, 0));
         let auth = &self.auth[..];
         let head = WIRE + auth.len();
         let w = Wire {
             flags,
             key,
             addr,
-            len: q.len as u64,
+            len: len as u64,
             data,
-            tag: if q.write.is_none() { q.tag } else { 0 },
+            tag: if write.is_none() { tag } else { 0 },
             auth_len: auth.len() as u32,
-            ..self.wire(if q.write.is_some() { K_WRITE } else { K_MSG })
+            ..self.wire(if write.is_some() { K_WRITE } else { K_MSG })
         };
-        peer.seg.send_with(head + q.len, |cell| {
+        peer.seg.send_with(head + len, |cell| {
             cell[..WIRE].copy_from_slice(w.bytes());
             cell[WIRE..head].copy_from_slice(auth);
-            payload(cell, head, q.buf, q.len)
+            payload(cell, head, buf, len)
         })
     }
 
