@@ -120,6 +120,16 @@ pub(super) const W_PAD: u32 = 1 << 8;
 /// answer follows its word ([`K_DONE`]).
 pub(super) const W_OWN_DONE: u32 = 1 << 9;
 
+/// What [`Small::parse_msg`] reads of a short message.
+pub(super) struct SmallMsg<'a> {
+    pub(super) flags: u32,
+    pub(super) tag: u64,
+    pub(super) data: u64,
+    pub(super) src_ep: u32,
+    pub(super) src_nonce: u64,
+    pub(super) body: &'a [u8],
+}
+
 /// Whether a ring message starts with a short header. (A whole header's
 /// first word is its kind, below 256, with no bits above.)
 #[inline(always)]
@@ -208,6 +218,50 @@ impl Small {
             at += 8;
         }
         at
+    }
+
+    /// The fields of a short message ([`K_SMSG`], not a write) that a
+    /// plain receive needs, and its payload: the header flags (without
+    /// [`W_PAD`]), the tag and the remote CQ data (0 where absent), the
+    /// sender's endpoint and nonce ([`SmallMsg`]). None for anything else, or when the
+    /// message is short. Agrees with [`Small::parse`], which
+    /// [`super::Xfer::handle`] falls back on.
+    #[inline(always)]
+    pub(super) fn parse_msg(m: &[u8]) -> Option<SmallMsg<'_>> {
+        if m.len() < SMALL {
+            return None;
+        }
+        // SAFETY: m holds SMALL bytes; any bit pattern is a valid Small.
+        let h = unsafe { std::ptr::read_unaligned(m.as_ptr() as *const Small) };
+        let (kind, flags) = (h.kind_flags & 0xff, h.kind_flags >> 8);
+        if kind != K_SMSG {
+            return None;
+        }
+        let room = Small::room(kind, flags);
+        let at = if flags & W_PAD != 0 {
+            room.max(shm::LINE_AT)
+        } else {
+            room
+        };
+        if m.len() < at {
+            return None;
+        }
+        let word = |i: usize| u64::from_ne_bytes(m[i..i + 8].try_into().unwrap_or([0; 8]));
+        let tagged = flags & W_TAGGED != 0;
+        let tag = if tagged { word(SMALL) } else { 0 };
+        let data = if flags & W_DATA != 0 {
+            word(SMALL + 8 * tagged as usize)
+        } else {
+            0
+        };
+        Some(SmallMsg {
+            flags: flags & !W_PAD,
+            tag,
+            data,
+            src_ep: h.src_ep,
+            src_nonce: h.src_nonce,
+            body: &m[at..],
+        })
     }
 
     /// The [`Wire`] of a short request (a [`K_MSG`] or a [`K_WRITE`]) from
@@ -454,5 +508,49 @@ mod tests {
         let at = Small::write(W_DATA, &src, Some((1, 2)), 0, 3, &mut cell);
         assert!(Small::parse(src.pid, &cell[..at]).is_some());
         assert!(Small::parse(src.pid, &cell[..at - 1]).is_none());
+    }
+
+    /// The receiver's short read of a small message ([`Small::parse_msg`])
+    /// finds what the whole parse finds, for every optional field, padded
+    /// or not, at every length up to a spilled payload; it refuses what
+    /// the whole parse refuses, and writes, which it leaves to that parse.
+    #[test]
+    fn the_short_read_of_a_small_message_agrees_with_the_whole_parse() {
+        let src = Address {
+            pid: 31,
+            ep_id: 9,
+            nonce: 0xfeed_f00d_0123_4567,
+        };
+        let mut cell = vec![0x5au8; shm::LINE_AT + 4096];
+        for (tagged, data) in [(false, false), (true, false), (false, true), (true, true)] {
+            let flags = W_INLINE
+                | W_NOACK
+                | if tagged { W_TAGGED } else { 0 }
+                | if data { W_DATA } else { 0 };
+            for len in [0usize, 1, 8, 24, 25, 40, 64, 200, 1000, 4096] {
+                let (flags, at) = Small::start(K_SMSG, flags, len);
+                Small::write(flags, &src, None, 0x7a6, 0xda7a, &mut cell);
+                for (i, b) in cell[at..at + len].iter_mut().enumerate() {
+                    *b = i as u8;
+                }
+                let m = &cell[..at + len];
+                let (w, body) = Small::parse(src.pid, m).expect("a whole message");
+                let q = Small::parse_msg(m).expect("a short message");
+                assert_eq!(q.flags | W_INLINE | W_NOACK, w.flags, "{flags:#x} {len}");
+                assert_eq!((q.tag, q.data), (w.tag, w.data));
+                assert_eq!((q.src_ep, q.src_nonce), (w.src_ep, w.src_nonce));
+                assert_eq!(q.body, body);
+                assert_eq!(q.body.len(), len);
+                // One byte short of its header: both refuse it.
+                if at > 0 && len == 0 {
+                    assert!(Small::parse(src.pid, &cell[..at - 1]).is_none());
+                    assert!(Small::parse_msg(&cell[..at - 1]).is_none());
+                }
+            }
+        }
+        assert!(Small::parse_msg(&cell[..SMALL - 1]).is_none());
+        let at = Small::write(0, &src, Some((1, 2)), 0, 0, &mut cell);
+        assert!(Small::parse(src.pid, &cell[..at]).is_some());
+        assert!(Small::parse_msg(&cell[..at]).is_none(), "a write");
     }
 }
