@@ -243,6 +243,7 @@ pub struct Post<'a> {
 }
 
 /// One receive buffer.
+#[derive(Clone, Copy)]
 pub struct RecvPost<'a> {
     pub tagged: bool,
     pub tag: u64,

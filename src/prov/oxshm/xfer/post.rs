@@ -618,14 +618,16 @@ impl Xfer {
     /// receiver of `fi_rdm_bw -S 64`).
     #[inline(always)]
     pub fn post_recv(&self, r: &RecvPost<'_>) -> Result<()> {
+        // The rarer paths take a copy of `r`: a reference to it would keep
+        // it in memory on the common one, where it is inlined.
         if r.flags & FI_MULTI_RECV != 0 {
-            return self.post_multi_recv(r);
+            return self.post_multi_recv(&{ *r });
         }
         let src = self.recv_src(r)?;
         let report = self.recv_report(r);
         let mut rx = lock(&self.rx);
         if !rx.unexpected.is_empty() {
-            let recv = self.recv_with(r, src, report);
+            let recv = self.recv_with(&{ *r }, src, report);
             let found = rx
                 .unexpected
                 .iter()
