@@ -488,15 +488,11 @@ impl Xfer {
             ep_id: src_ep,
             nonce: src_nonce,
         };
-        let tagged = flags & W_TAGGED != 0;
         let mut rx = lock(&self.rx);
         let Some((base, context, report)) = rx.posted.front().and_then(|r| {
-            let takes = r.multi.is_none()
-                && r.tagged == tagged
-                && (!tagged || (r.tag & !r.ignore) == (tag & !r.ignore))
-                && (r.any_src || r.src == src);
+            let ok = r.multi.is_none() && takes(r, flags & W_TAGGED != 0, tag, &src);
             match r.iov[..] {
-                [(base, room)] if takes && body.len() as u64 <= room => {
+                [(base, room)] if ok && body.len() as u64 <= room => {
                     Some((base, r.context, r.report))
                 }
                 _ => None,

@@ -430,8 +430,13 @@ pub(super) type Pieces = IovList;
 
 /// Whether a posted receive takes a message.
 pub(super) fn matches(r: &Recv, w: &Wire) -> bool {
-    let tagged = w.flags & W_TAGGED != 0;
+    takes(r, w.flags & W_TAGGED != 0, w.tag, &w.src())
+}
+
+/// [`matches`] of a message's fields: tagged or not, its tag, its sender.
+#[inline(always)]
+pub(super) fn takes(r: &Recv, tagged: bool, tag: u64, src: &Address) -> bool {
     r.tagged == tagged
-        && (!tagged || (r.tag & !r.ignore) == (w.tag & !r.ignore))
-        && (r.any_src || r.src == w.src())
+        && (!tagged || (r.tag & !r.ignore) == (tag & !r.ignore))
+        && (r.any_src || r.src == *src)
 }

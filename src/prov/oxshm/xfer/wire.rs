@@ -220,30 +220,35 @@ impl Small {
         at
     }
 
-    /// The fields of a short message ([`K_SMSG`], not a write) that a
-    /// plain receive needs, and its payload: the header flags (without
-    /// [`W_PAD`]), the tag and the remote CQ data (0 where absent), the
-    /// sender's endpoint and nonce ([`SmallMsg`]). None for anything else, or when the
-    /// message is short. Agrees with [`Small::parse`], which
-    /// [`super::Xfer::handle`] falls back on.
+    /// The short header at the start of `m`, its kind and flags, and where
+    /// its payload starts; None when `m` is shorter than that.
     #[inline(always)]
-    pub(super) fn parse_msg(m: &[u8]) -> Option<SmallMsg<'_>> {
+    fn header(m: &[u8]) -> Option<(Small, u32, u32, usize)> {
         if m.len() < SMALL {
             return None;
         }
         // SAFETY: m holds SMALL bytes; any bit pattern is a valid Small.
         let h = unsafe { std::ptr::read_unaligned(m.as_ptr() as *const Small) };
         let (kind, flags) = (h.kind_flags & 0xff, h.kind_flags >> 8);
-        if kind != K_SMSG {
-            return None;
-        }
         let room = Small::room(kind, flags);
         let at = if flags & W_PAD != 0 {
             room.max(shm::LINE_AT)
         } else {
             room
         };
-        if m.len() < at {
+        (m.len() >= at).then_some((h, kind, flags, at))
+    }
+
+    /// The fields of a short message ([`K_SMSG`], not a write) that a
+    /// plain receive needs, and its payload: the header flags (without
+    /// [`W_PAD`]), the tag and the remote CQ data (0 where absent), the
+    /// sender's endpoint and nonce ([`SmallMsg`]). None for anything
+    /// else, or when the message is short. Agrees with [`Small::parse`],
+    /// which [`super::Xfer::handle`] falls back on.
+    #[inline(always)]
+    pub(super) fn parse_msg(m: &[u8]) -> Option<SmallMsg<'_>> {
+        let (h, kind, flags, at) = Small::header(m)?;
+        if kind != K_SMSG {
             return None;
         }
         let word = |i: usize| u64::from_ne_bytes(m[i..i + 8].try_into().unwrap_or([0; 8]));
@@ -268,21 +273,7 @@ impl Small {
     /// a cell claimed by process `pid`, and its payload; None when it is
     /// short.
     pub(super) fn parse(pid: u32, m: &[u8]) -> Option<(Wire, &[u8])> {
-        if m.len() < SMALL {
-            return None;
-        }
-        // SAFETY: m holds SMALL bytes; any bit pattern is a valid Small.
-        let h = unsafe { std::ptr::read_unaligned(m.as_ptr() as *const Small) };
-        let (kind, flags) = (h.kind_flags & 0xff, h.kind_flags >> 8);
-        let room = Small::room(kind, flags);
-        let at = if flags & W_PAD != 0 {
-            room.max(shm::LINE_AT)
-        } else {
-            room
-        };
-        if m.len() < at {
-            return None;
-        }
+        let (h, kind, flags, at) = Small::header(m)?;
         let word = |i: usize| u64::from_ne_bytes(m[i..i + 8].try_into().unwrap_or([0; 8]));
         // The short forms are inline and unanswered, whatever the flags say.
         let mut w = Wire {
