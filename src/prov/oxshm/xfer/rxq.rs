@@ -105,8 +105,6 @@ impl Recv {
         }
     }
 
-    /// A receive with nothing in it yet, written in place and then filled
-    /// ([`super::Xfer::post_recv`]).
     /// No address: the source of a receive from any.
     pub(super) const NO_SRC: Address = Address {
         pid: 0,
@@ -114,16 +112,14 @@ impl Recv {
         nonce: 0,
     };
 
+    /// A receive with nothing in it yet, the base that
+    /// [`super::Xfer::recv_of`] fills in.
     pub(super) const VACANT: Recv = Recv {
         tagged: false,
         tag: 0,
         ignore: 0,
         any_src: true,
-        src: Address {
-            pid: 0,
-            ep_id: 0,
-            nonce: 0,
-        },
+        src: Recv::NO_SRC,
         iov: IovList::Inline(0, [(0, 0); IOV_MAX]),
         report: false,
         context: std::ptr::null_mut(),
