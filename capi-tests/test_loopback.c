@@ -317,6 +317,73 @@ static int small_cq_loses_no_completion(void)
 	return peer_close_ep(&p);
 }
 
+/*
+ * The one-buffer calls (fi_inject, fi_injectdata, fi_send and their
+ * tagged forms, fi_inject_write, fi_inject_writedata, fi_recv, fi_trecv)
+ * take a short path of their own, which leaves every unusual case to the
+ * general one. Those cases behave as the general path says: a NULL buffer
+ * with a length is refused with -FI_EINVAL and takes nothing (a receive
+ * posted before still gets the next message, nothing else completes); a
+ * NULL buffer of 0 bytes is a message of 0 bytes; FI_DELIVERY_COMPLETE
+ * among the endpoint's transmit flags still delivers an inject, and an
+ * inject write under it still lands.
+ */
+static int one_buffer_calls_decline_cleanly(void)
+{
+	struct peer p;
+	CHECK_OK(open_one(&p));
+	fi_addr_t me;
+	CHECK_OK(address(&p, &p, &me));
+	unsigned char in[16] = { 0 }, tin[16] = { 0 }, out[16];
+	memset(out, 0x5A, sizeof(out));
+	int rctx, tctx, sctx;
+	CHECK_OK(fi_recv(p.ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, &rctx));
+	CHECK_OK(fi_trecv(p.ep, tin, sizeof(tin), NULL, FI_ADDR_UNSPEC, 77, 0, &tctx));
+
+	CHECK_RC(fi_inject(p.ep, NULL, 8, me), -FI_EINVAL);
+	CHECK_RC(fi_injectdata(p.ep, NULL, 8, 1, me), -FI_EINVAL);
+	CHECK_RC(fi_tinject(p.ep, NULL, 8, me, 77), -FI_EINVAL);
+	CHECK_RC(fi_tinjectdata(p.ep, NULL, 8, 1, me, 77), -FI_EINVAL);
+	CHECK_RC(fi_send(p.ep, NULL, 8, NULL, me, &sctx), -FI_EINVAL);
+	CHECK_RC(fi_tsend(p.ep, NULL, 8, NULL, me, 77, &sctx), -FI_EINVAL);
+	CHECK_RC(fi_recv(p.ep, NULL, 8, NULL, FI_ADDR_UNSPEC, &sctx), -FI_EINVAL);
+	CHECK_RC(fi_trecv(p.ep, NULL, 8, NULL, FI_ADDR_UNSPEC, 77, 0, &sctx), -FI_EINVAL);
+	CHECK_OK(peer_cq_stays_empty(&p, 20));
+
+	/* 0 bytes from NULL: a message, into the receive posted first. */
+	struct fi_cq_tagged_entry e;
+	CHECK_OK(fi_inject(p.ep, NULL, 0, me));
+	CHECK_OK(peer_wait(&p, &e, NULL));
+	CHECK(e.op_context == &rctx && e.len == 0);
+
+	/* FI_DELIVERY_COMPLETE by default: the tagged inject still arrives. */
+	uint64_t f = FI_TRANSMIT | FI_DELIVERY_COMPLETE;
+	CHECK_OK(fi_control(&p.ep->fid, FI_SETOPSFLAG, &f));
+	CHECK_OK(fi_tinject(p.ep, out, sizeof(out), me, 77));
+	CHECK_OK(peer_wait(&p, &e, NULL));
+	CHECK(e.op_context == &tctx && e.len == sizeof(out) && e.tag == 77);
+	CHECK(memcmp(tin, out, sizeof(out)) == 0);
+
+	/* An inject write from NULL is refused and writes nothing; one under
+	 * FI_DELIVERY_COMPLETE lands. */
+	unsigned char region[16] = { 0 };
+	struct fid_mr *mr;
+	CHECK_OK(fi_mr_reg(p.domain, region, sizeof(region), FI_REMOTE_WRITE, 0, 0, 0, &mr,
+			   NULL));
+	uint64_t key = fi_mr_key(mr);
+	CHECK_RC(fi_inject_write(p.ep, NULL, 8, me, peer_raddr(&p, region, 0), key),
+		 -FI_EINVAL);
+	CHECK_RC(fi_inject_writedata(p.ep, NULL, 8, 1, me, peer_raddr(&p, region, 0), key),
+		 -FI_EINVAL);
+	CHECK_OK(fi_inject_write(p.ep, out, 8, me, peer_raddr(&p, region, 0), key));
+	CHECK_OK(peer_cq_stays_empty(&p, 20));
+	for (int i = 0; i < 1000 && region[7] != 0x5A; i++)
+		CHECK_OK(peer_cq_stays_empty(&p, 1));
+	CHECK(memcmp(region, out, 8) == 0 && region[8] == 0);
+	CHECK_OK(fi_close(&mr->fid));
+	return peer_close_ep(&p);
+}
+
 static const struct test_case cases[] = {
 	CASE(rma_to_self),
 	CASE(rma_between_domains),
@@ -324,6 +391,7 @@ static const struct test_case cases[] = {
 	CASE(messages_to_self),
 	CASE(av_changes_reach_the_data_path),
 	CASE_ENV(small_cq_loses_no_completion, "FI_LOG_LEVEL=warn"),
+	CASE(one_buffer_calls_decline_cleanly),
 };
 
 TEST_MAIN(cases)

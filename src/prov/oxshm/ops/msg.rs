@@ -19,19 +19,25 @@ struct Send<'a> {
     context: *mut c_void,
 }
 
+/// A send's capability (and its name, for the log) and size limits.
+#[inline(always)]
+fn send_kind(tagged: bool) -> (u64, &'static str, Limit, Limit) {
+    if tagged {
+        (
+            FI_TAGGED,
+            "FI_TAGGED",
+            Limit::MaxTagged,
+            Limit::InjectTagged,
+        )
+    } else {
+        (FI_MSG, "FI_MSG", Limit::MaxMsg, Limit::InjectMsg)
+    }
+}
+
 fn send(e: *mut fid_ep, s: Send<'_>) -> ssize_t {
     slot_ssize(s.call, || {
         let ep = ep_of(e)?;
-        let (cap, name, max, inj) = if s.tagged {
-            (
-                FI_TAGGED,
-                "FI_TAGGED",
-                Limit::MaxTagged,
-                Limit::InjectTagged,
-            )
-        } else {
-            (FI_MSG, "FI_MSG", Limit::MaxMsg, Limit::InjectMsg)
-        };
+        let (cap, name, max, inj) = send_kind(s.tagged);
         need_cap(ep, cap, name, s.call)?;
         let mut flags = s.flags.unwrap_or_else(|| ep.op_flags(false));
         if s.inject {
@@ -310,22 +316,72 @@ pub(super) fn one(buf: *const c_void, len: size_t) -> iovec {
     }
 }
 
-pub(crate) unsafe extern "C" fn msg_recv(
+/// fi_recv and fi_trecv: the common receive ([`recv`]'s short path: no
+/// search or multi-receive flag among the endpoint's, no descriptor to
+/// check) in a copy of its own for tagged and untagged calls. Anything
+/// else goes through [`recv`], which checks it all again; the short path
+/// declines before it does anything.
+#[allow(clippy::too_many_arguments)]
+#[inline(always)]
+fn recv_one<const TAGGED: bool>(
     e: *mut fid_ep,
+    call: &'static str,
     buf: *mut c_void,
     len: size_t,
-    mut desc: *mut c_void,
+    desc: *mut c_void,
     src: fi_addr_t,
+    tag: u64,
+    ignore: u64,
     context: *mut c_void,
 ) -> ssize_t {
+    let mut general = false;
+    let r = slot_ssize(call, || {
+        let ep = ep_of(e)?;
+        let (cap, name) = if TAGGED {
+            (FI_TAGGED, "FI_TAGGED")
+        } else {
+            (FI_MSG, "FI_MSG")
+        };
+        need_cap(ep, cap, name, call)?;
+        // A default FI_MULTI_RECV applies only where the endpoint may use
+        // it ([`recv`]): the general path sorts that out.
+        let flags = ep.op_flags(true);
+        if flags & (FI_MULTI_RECV | FI_PEEK | FI_CLAIM | FI_DISCARD) == 0
+            && ep.domain().mr_mode & FI_MR_LOCAL == 0
+            && (len == 0 || !buf.is_null())
+        {
+            let src = if ep.caps & FI_DIRECTED_RECV != 0 {
+                src
+            } else {
+                FI_ADDR_UNSPEC
+            };
+            let one = [(buf as u64, len as u64)];
+            ep.xfer(call)?.post_recv(&RecvPost {
+                tagged: TAGGED,
+                tag,
+                ignore,
+                src,
+                iov: &one,
+                flags,
+                context,
+            })?;
+            return Ok(0);
+        }
+        general = true;
+        Ok(0)
+    });
+    if !general {
+        return r;
+    }
     let io = one(buf, len);
+    let mut desc = desc;
     recv(
         e,
         Recv {
-            call: "fi_recv",
-            tagged: false,
-            tag: 0,
-            ignore: 0,
+            call,
+            tagged: TAGGED,
+            tag,
+            ignore,
             iov: &io,
             desc: &mut desc,
             count: 1,
@@ -334,6 +390,17 @@ pub(crate) unsafe extern "C" fn msg_recv(
             context,
         },
     )
+}
+
+pub(crate) unsafe extern "C" fn msg_recv(
+    e: *mut fid_ep,
+    buf: *mut c_void,
+    len: size_t,
+    desc: *mut c_void,
+    src: fi_addr_t,
+    context: *mut c_void,
+) -> ssize_t {
+    recv_one::<false>(e, "fi_recv", buf, len, desc, src, 0, 0, context)
 }
 
 pub(crate) unsafe extern "C" fn msg_recvv(
@@ -398,26 +465,74 @@ pub(super) fn null_msg(call: &str) -> ssize_t {
     Error::INVAL.code() as ssize_t
 }
 
+/// The one-buffer sends (fi_send, fi_senddata, fi_inject, fi_injectdata
+/// and their tagged forms): [`send`]'s short path ([`Xfer::post_small`])
+/// reached without its general checks, in a copy of its own for each
+/// kind of call (`INJECT`: an inject call, no completion). Whatever the
+/// short path leaves (FI_DELIVERY_COMPLETE, a descriptor to check under
+/// FI_MR_LOCAL, a peer not met yet, a long message) goes through [`send`],
+/// which checks it all again: the short path does nothing when it
+/// declines.
 #[allow(clippy::too_many_arguments)]
-fn send_one(
+#[inline(never)]
+fn send_one<const TAGGED: bool, const INJECT: bool>(
     e: *mut fid_ep,
-    call: &str,
-    tagged: bool,
+    call: &'static str,
     tag: u64,
     buf: *const c_void,
     len: size_t,
-    mut desc: *mut c_void,
+    desc: *mut c_void,
     dest: fi_addr_t,
     data: Option<u64>,
-    inject: bool,
     context: *mut c_void,
 ) -> ssize_t {
+    let mut general = false;
+    let r = slot_ssize(call, || {
+        let ep = ep_of(e)?;
+        let (cap, name, max, inj) = send_kind(TAGGED);
+        need_cap(ep, cap, name, call)?;
+        let mut flags = ep.op_flags(false);
+        if INJECT {
+            flags |= FI_INJECT;
+        }
+        let inject = flags & FI_INJECT != 0;
+        if flags & FI_DELIVERY_COMPLETE == 0
+            && (inject || ep.domain().mr_mode & FI_MR_LOCAL == 0)
+            && (len == 0 || !buf.is_null())
+        {
+            check_size(ep, len as u64, max, inject.then_some(inj), call)?;
+            if let Some(r) = ep.xfer(call)?.post_small(&Quick {
+                dest,
+                write: None,
+                tagged: TAGGED,
+                tag,
+                data,
+                buf,
+                len,
+                flags,
+                silent: INJECT,
+                context,
+            }) {
+                return r.map(|()| 0).inspect_err(|e| {
+                    if *e != Error::AGAIN {
+                        crate::ox_log!(Warn, EpData, super::super::NAME, "{call}: {e}");
+                    }
+                });
+            }
+        }
+        general = true;
+        Ok(0)
+    });
+    if !general {
+        return r;
+    }
     let io = one(buf, len);
+    let mut desc = desc;
     send(
         e,
         Send {
             call,
-            tagged,
+            tagged: TAGGED,
             tag,
             iov: &io,
             desc: &mut desc,
@@ -425,7 +540,7 @@ fn send_one(
             dest,
             data,
             flags: None,
-            inject,
+            inject: INJECT,
             context,
         },
     )
@@ -439,9 +554,7 @@ pub(crate) unsafe extern "C" fn msg_send(
     dest: fi_addr_t,
     context: *mut c_void,
 ) -> ssize_t {
-    send_one(
-        e, "fi_send", false, 0, buf, len, desc, dest, None, false, context,
-    )
+    send_one::<false, false>(e, "fi_send", 0, buf, len, desc, dest, None, context)
 }
 
 pub(crate) unsafe extern "C" fn msg_sendv(
@@ -504,17 +617,15 @@ pub(crate) unsafe extern "C" fn msg_inject(
     len: size_t,
     dest: fi_addr_t,
 ) -> ssize_t {
-    send_one(
+    send_one::<false, true>(
         e,
         "fi_inject",
-        false,
         0,
         buf,
         len,
         std::ptr::null_mut(),
         dest,
         None,
-        true,
         std::ptr::null_mut(),
     )
 }
@@ -528,17 +639,15 @@ pub(crate) unsafe extern "C" fn msg_senddata(
     dest: fi_addr_t,
     context: *mut c_void,
 ) -> ssize_t {
-    send_one(
+    send_one::<false, false>(
         e,
         "fi_senddata",
-        false,
         0,
         buf,
         len,
         desc,
         dest,
         Some(data),
-        false,
         context,
     )
 }
@@ -550,17 +659,15 @@ pub(crate) unsafe extern "C" fn msg_injectdata(
     data: u64,
     dest: fi_addr_t,
 ) -> ssize_t {
-    send_one(
+    send_one::<false, true>(
         e,
         "fi_injectdata",
-        false,
         0,
         buf,
         len,
         std::ptr::null_mut(),
         dest,
         Some(data),
-        true,
         std::ptr::null_mut(),
     )
 }
@@ -569,28 +676,13 @@ pub(crate) unsafe extern "C" fn tagged_recv(
     e: *mut fid_ep,
     buf: *mut c_void,
     len: size_t,
-    mut desc: *mut c_void,
+    desc: *mut c_void,
     src: fi_addr_t,
     tag: u64,
     ignore: u64,
     context: *mut c_void,
 ) -> ssize_t {
-    let io = one(buf, len);
-    recv(
-        e,
-        Recv {
-            call: "fi_trecv",
-            tagged: true,
-            tag,
-            ignore,
-            iov: &io,
-            desc: &mut desc,
-            count: 1,
-            src,
-            flags: None,
-            context,
-        },
-    )
+    recv_one::<true>(e, "fi_trecv", buf, len, desc, src, tag, ignore, context)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -657,9 +749,7 @@ pub(crate) unsafe extern "C" fn tagged_send(
     tag: u64,
     context: *mut c_void,
 ) -> ssize_t {
-    send_one(
-        e, "fi_tsend", true, tag, buf, len, desc, dest, None, false, context,
-    )
+    send_one::<true, false>(e, "fi_tsend", tag, buf, len, desc, dest, None, context)
 }
 
 pub(crate) unsafe extern "C" fn tagged_sendv(
@@ -724,17 +814,15 @@ pub(crate) unsafe extern "C" fn tagged_inject(
     dest: fi_addr_t,
     tag: u64,
 ) -> ssize_t {
-    send_one(
+    send_one::<true, true>(
         e,
         "fi_tinject",
-        true,
         tag,
         buf,
         len,
         std::ptr::null_mut(),
         dest,
         None,
-        true,
         std::ptr::null_mut(),
     )
 }
@@ -750,17 +838,15 @@ pub(crate) unsafe extern "C" fn tagged_senddata(
     tag: u64,
     context: *mut c_void,
 ) -> ssize_t {
-    send_one(
+    send_one::<true, false>(
         e,
         "fi_tsenddata",
-        true,
         tag,
         buf,
         len,
         desc,
         dest,
         Some(data),
-        false,
         context,
     )
 }
@@ -773,17 +859,15 @@ pub(crate) unsafe extern "C" fn tagged_injectdata(
     dest: fi_addr_t,
     tag: u64,
 ) -> ssize_t {
-    send_one(
+    send_one::<true, true>(
         e,
         "fi_tinjectdata",
-        true,
         tag,
         buf,
         len,
         std::ptr::null_mut(),
         dest,
         Some(data),
-        true,
         std::ptr::null_mut(),
     )
 }

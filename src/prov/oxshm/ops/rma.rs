@@ -123,6 +123,71 @@ fn rma(e: *mut fid_ep, r: Rma<'_>) -> ssize_t {
     })
 }
 
+/// fi_inject_write and fi_inject_writedata: [`rma`]'s short path for an
+/// injected write ([`Xfer::post_small`]) without its general checks, in a
+/// copy of its own. Whatever the short path leaves goes through [`rma`],
+/// which checks it all again: the short path does nothing when it
+/// declines.
+#[allow(clippy::too_many_arguments)]
+#[inline(never)]
+fn inject_one(
+    e: *mut fid_ep,
+    call: &'static str,
+    buf: *const c_void,
+    len: size_t,
+    dest: fi_addr_t,
+    addr: u64,
+    key: u64,
+    data: Option<u64>,
+) -> ssize_t {
+    let mut general = false;
+    let r = slot_ssize(call, || {
+        let ep = ep_of(e)?;
+        need_cap(ep, FI_RMA, "FI_RMA", call)?;
+        let flags = ep.op_flags(false) | FI_INJECT;
+        if len == 0 || !buf.is_null() {
+            check_size(ep, len as u64, Limit::MaxRma, Some(Limit::InjectRma), call)?;
+            if let Some(res) = ep.xfer(call)?.post_small(&Quick {
+                dest,
+                write: Some((addr, key)),
+                tagged: false,
+                tag: 0,
+                data,
+                buf,
+                len,
+                flags,
+                silent: true,
+                context: std::ptr::null_mut(),
+            }) {
+                return res.map(|()| 0).inspect_err(|e| {
+                    if *e != Error::AGAIN {
+                        crate::ox_log!(Warn, EpData, crate::prov::oxshm::NAME, "{call}: {e}");
+                    }
+                });
+            }
+        }
+        general = true;
+        Ok(0)
+    });
+    if !general {
+        return r;
+    }
+    rma_one(
+        e,
+        call,
+        false,
+        buf,
+        len,
+        std::ptr::null_mut(),
+        dest,
+        addr,
+        key,
+        data,
+        true,
+        std::ptr::null_mut(),
+    )
+}
+
 #[allow(clippy::too_many_arguments)]
 fn rma_one(
     e: *mut fid_ep,
@@ -323,20 +388,7 @@ pub(crate) unsafe extern "C" fn rma_inject(
     addr: u64,
     key: u64,
 ) -> ssize_t {
-    rma_one(
-        e,
-        "fi_inject_write",
-        false,
-        buf,
-        len,
-        std::ptr::null_mut(),
-        dest,
-        addr,
-        key,
-        None,
-        true,
-        std::ptr::null_mut(),
-    )
+    inject_one(e, "fi_inject_write", buf, len, dest, addr, key, None)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -377,18 +429,14 @@ pub(crate) unsafe extern "C" fn rma_injectdata(
     addr: u64,
     key: u64,
 ) -> ssize_t {
-    rma_one(
+    inject_one(
         e,
         "fi_inject_writedata",
-        false,
         buf,
         len,
-        std::ptr::null_mut(),
         dest,
         addr,
         key,
         Some(data),
-        true,
-        std::ptr::null_mut(),
     )
 }
