@@ -321,12 +321,16 @@ static int small_cq_loses_no_completion(void)
  * The one-buffer calls (fi_inject, fi_injectdata, fi_send and their
  * tagged forms, fi_inject_write, fi_inject_writedata, fi_recv, fi_trecv)
  * take a short path of their own, which leaves every unusual case to the
- * general one. Those cases behave as the general path says: a NULL buffer
- * with a length is refused with -FI_EINVAL and takes nothing (a receive
- * posted before still gets the next message, nothing else completes); a
- * NULL buffer of 0 bytes is a message of 0 bytes; FI_DELIVERY_COMPLETE
- * among the endpoint's transmit flags still delivers an inject, and an
- * inject write under it still lands.
+ * general one. Those cases behave as the general path says. A NULL buffer
+ * with a length is refused with -FI_EINVAL and takes nothing: no counter
+ * moves, the receives posted before take the next messages, a refused
+ * receive is not left queued (a later message goes to the receive posted
+ * after it), a refused write leaves the target's bytes alone. A NULL
+ * buffer of 0 bytes, to a peer already met, is a message of 0 bytes.
+ * FI_DELIVERY_COMPLETE among the endpoint's transmit flags sends a tagged
+ * inject through the general path, which still delivers it. Injected
+ * writes here go through the general path too (the endpoint has a write
+ * counter), which still lands them.
  */
 static int one_buffer_calls_decline_cleanly(void)
 {
@@ -336,10 +340,16 @@ static int one_buffer_calls_decline_cleanly(void)
 	CHECK_OK(address(&p, &p, &me));
 	unsigned char in[16] = { 0 }, tin[16] = { 0 }, out[16];
 	memset(out, 0x5A, sizeof(out));
-	int rctx, tctx, sctx;
+	int rctx, tctx, sctx, r2, t2;
+	struct fi_cq_tagged_entry e;
+	/* The peer met once, so that what follows is the short path's. */
+	CHECK_OK(fi_recv(p.ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, &rctx));
+	CHECK_OK(fi_inject(p.ep, out, 4, me));
+	CHECK_OK(peer_wait(&p, &e, NULL));
+	CHECK(e.op_context == &rctx && e.len == 4);
+
 	CHECK_OK(fi_recv(p.ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, &rctx));
 	CHECK_OK(fi_trecv(p.ep, tin, sizeof(tin), NULL, FI_ADDR_UNSPEC, 77, 0, &tctx));
-
 	CHECK_RC(fi_inject(p.ep, NULL, 8, me), -FI_EINVAL);
 	CHECK_RC(fi_injectdata(p.ep, NULL, 8, 1, me), -FI_EINVAL);
 	CHECK_RC(fi_tinject(p.ep, NULL, 8, me, 77), -FI_EINVAL);
@@ -347,26 +357,41 @@ static int one_buffer_calls_decline_cleanly(void)
 	CHECK_RC(fi_send(p.ep, NULL, 8, NULL, me, &sctx), -FI_EINVAL);
 	CHECK_RC(fi_tsend(p.ep, NULL, 8, NULL, me, 77, &sctx), -FI_EINVAL);
 	CHECK_RC(fi_recv(p.ep, NULL, 8, NULL, FI_ADDR_UNSPEC, &sctx), -FI_EINVAL);
-	CHECK_RC(fi_trecv(p.ep, NULL, 8, NULL, FI_ADDR_UNSPEC, 77, 0, &sctx), -FI_EINVAL);
+	CHECK_RC(fi_trecv(p.ep, NULL, 8, NULL, FI_ADDR_UNSPEC, 78, 0, &sctx), -FI_EINVAL);
 	CHECK_OK(peer_cq_stays_empty(&p, 20));
+	CHECK(peer_cntr(&p, C_SEND) == 1 && peer_cntr(&p, C_RECV) == 1);
+	CHECK(peer_cntr_err(&p, C_SEND) == 0 && peer_cntr_err(&p, C_RECV) == 0);
 
 	/* 0 bytes from NULL: a message, into the receive posted first. */
-	struct fi_cq_tagged_entry e;
 	CHECK_OK(fi_inject(p.ep, NULL, 0, me));
 	CHECK_OK(peer_wait(&p, &e, NULL));
 	CHECK(e.op_context == &rctx && e.len == 0);
+	/* No refused receive was left queued: the next message of each kind
+	 * goes to the receive posted after it. */
+	CHECK_OK(fi_inject(p.ep, out, 8, me));
+	CHECK_OK(fi_tinject(p.ep, out, 8, me, 78));
+	CHECK_OK(fi_recv(p.ep, in, sizeof(in), NULL, FI_ADDR_UNSPEC, &r2));
+	CHECK_OK(fi_trecv(p.ep, tin, sizeof(tin), NULL, FI_ADDR_UNSPEC, 78, 0, &t2));
+	for (int i = 0; i < 2; i++) {
+		CHECK_OK(peer_wait(&p, &e, NULL));
+		CHECK(e.op_context == &r2 || e.op_context == &t2);
+		CHECK(e.len == 8);
+	}
 
 	/* FI_DELIVERY_COMPLETE by default: the tagged inject still arrives. */
 	uint64_t f = FI_TRANSMIT | FI_DELIVERY_COMPLETE;
 	CHECK_OK(fi_control(&p.ep->fid, FI_SETOPSFLAG, &f));
+	f = FI_TRANSMIT;
+	CHECK_OK(fi_control(&p.ep->fid, FI_GETOPSFLAG, &f));
+	CHECK(f & FI_DELIVERY_COMPLETE);
 	CHECK_OK(fi_tinject(p.ep, out, sizeof(out), me, 77));
 	CHECK_OK(peer_wait(&p, &e, NULL));
 	CHECK(e.op_context == &tctx && e.len == sizeof(out) && e.tag == 77);
 	CHECK(memcmp(tin, out, sizeof(out)) == 0);
 
-	/* An inject write from NULL is refused and writes nothing; one under
-	 * FI_DELIVERY_COMPLETE lands. */
-	unsigned char region[16] = { 0 };
+	/* An inject write from NULL is refused and writes nothing; a good one
+	 * lands, counted once. */
+	unsigned char region[16] = { 0 }, zero[16] = { 0 };
 	struct fid_mr *mr;
 	CHECK_OK(fi_mr_reg(p.domain, region, sizeof(region), FI_REMOTE_WRITE, 0, 0, 0, &mr,
 			   NULL));
@@ -375,11 +400,13 @@ static int one_buffer_calls_decline_cleanly(void)
 		 -FI_EINVAL);
 	CHECK_RC(fi_inject_writedata(p.ep, NULL, 8, 1, me, peer_raddr(&p, region, 0), key),
 		 -FI_EINVAL);
-	CHECK_OK(fi_inject_write(p.ep, out, 8, me, peer_raddr(&p, region, 0), key));
 	CHECK_OK(peer_cq_stays_empty(&p, 20));
-	for (int i = 0; i < 1000 && region[7] != 0x5A; i++)
-		CHECK_OK(peer_cq_stays_empty(&p, 1));
-	CHECK(memcmp(region, out, 8) == 0 && region[8] == 0);
+	CHECK(memcmp(region, zero, sizeof(region)) == 0);
+	CHECK(peer_cntr(&p, C_WRITE) == 0 && peer_cntr_err(&p, C_WRITE) == 0);
+	CHECK_OK(fi_inject_write(p.ep, out, 8, me, peer_raddr(&p, region, 0), key));
+	CHECK_OK(fi_cntr_wait(p.cntr[C_WRITE], 1, 10000));
+	CHECK(memcmp(region, out, 8) == 0 && memcmp(region + 8, zero, 8) == 0);
+	CHECK(peer_cntr_err(&p, C_WRITE) == 0);
 	CHECK_OK(fi_close(&mr->fid));
 	return peer_close_ep(&p);
 }

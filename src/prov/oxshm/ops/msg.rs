@@ -320,7 +320,7 @@ pub(super) fn one(buf: *const c_void, len: size_t) -> iovec {
 /// search or multi-receive flag among the endpoint's, no descriptor to
 /// check) in a copy of its own for tagged and untagged calls. Anything
 /// else goes through [`recv`], which checks it all again; the short path
-/// declines before it does anything.
+/// declines before it posts anything.
 #[allow(clippy::too_many_arguments)]
 #[inline(always)]
 fn recv_one<const TAGGED: bool>(
@@ -471,8 +471,12 @@ pub(super) fn null_msg(call: &str) -> ssize_t {
 /// kind of call (`INJECT`: an inject call, no completion). Whatever the
 /// short path leaves (FI_DELIVERY_COMPLETE, a descriptor to check under
 /// FI_MR_LOCAL, a peer not met yet, a long message) goes through [`send`],
-/// which checks it all again: the short path does nothing when it
-/// declines.
+/// which checks it all again. A declined call has sent nothing and
+/// completed nothing: [`Xfer::post_small`] declines before it writes a
+/// message, at most having flushed the batch or learnt the peer's address,
+/// which the general path would do anyway (and so a declined call pays
+/// for the short path's checks twice: a lone send, a peer's first
+/// message).
 #[allow(clippy::too_many_arguments)]
 #[inline(never)]
 fn send_one<const TAGGED: bool, const INJECT: bool>(

@@ -125,9 +125,10 @@ fn rma(e: *mut fid_ep, r: Rma<'_>) -> ssize_t {
 
 /// fi_inject_write and fi_inject_writedata: [`rma`]'s short path for an
 /// injected write ([`Xfer::post_small`]) without its general checks, in a
-/// copy of its own. Whatever the short path leaves goes through [`rma`],
-/// which checks it all again: the short path does nothing when it
-/// declines.
+/// copy of its own. Whatever the short path leaves (a write counter
+/// bound, a lone or direct write, a peer not met yet) goes through
+/// [`rma`], which checks it all again; as with the sends
+/// ([`super::msg`]'s `send_one`), a declined write has written nothing.
 #[allow(clippy::too_many_arguments)]
 #[inline(never)]
 fn inject_one(
