@@ -17,6 +17,9 @@ struct Send<'a> {
     flags: Option<u64>,
     inject: bool,
     context: *mut c_void,
+    /// Whether to try the short path ([`send_small`]) first: not when
+    /// [`send_one`]'s own short path declined the call already.
+    short: bool,
 }
 
 /// A send's capability (and its name, for the log) and size limits.
@@ -44,8 +47,10 @@ fn send(e: *mut fid_ep, s: Send<'_>) -> ssize_t {
             flags |= FI_INJECT;
         }
         let inject = flags & FI_INJECT != 0;
-        if let Some(r) = send_small(ep, &s, flags, inject, max, inj) {
-            return r;
+        if s.short {
+            if let Some(r) = send_small(ep, &s, flags, inject, max, inj) {
+                return r;
+            }
         }
         // SAFETY: the caller's iov/desc arrays (fi_msg(3)).
         let mut local = Locals::new();
@@ -546,6 +551,7 @@ fn send_one<const TAGGED: bool, const INJECT: bool>(
             flags: None,
             inject: INJECT,
             context,
+            short: false,
         },
     )
 }
@@ -583,6 +589,7 @@ pub(crate) unsafe extern "C" fn msg_sendv(
             flags: None,
             inject: false,
             context,
+            short: true,
         },
     )
 }
@@ -611,6 +618,7 @@ pub(crate) unsafe extern "C" fn msg_sendmsg(
             flags: Some(flags),
             inject: false,
             context: m.context,
+            short: true,
         },
     )
 }
@@ -779,6 +787,7 @@ pub(crate) unsafe extern "C" fn tagged_sendv(
             flags: None,
             inject: false,
             context,
+            short: true,
         },
     )
 }
@@ -807,6 +816,7 @@ pub(crate) unsafe extern "C" fn tagged_sendmsg(
             flags: Some(flags),
             inject: false,
             context: m.context,
+            short: true,
         },
     )
 }

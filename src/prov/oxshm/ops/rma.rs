@@ -40,45 +40,8 @@ fn rma(e: *mut fid_ep, r: Rma<'_>) -> ssize_t {
         }
         // SAFETY: rma holds rma_count (1) entries (fi_rma(3)).
         let ri = unsafe { *r.rma };
-        // An injected write of one buffer: the short path, when it takes it.
-        if r.inject && inject && r.count == 1 && !r.iov.is_null() {
-            // SAFETY: count is 1 and iov is not NULL (fi_rma(3)).
-            let io = unsafe { *r.iov };
-            if (io.iov_len == 0 || !io.iov_base.is_null()) && io.iov_len == ri.len {
-                check_size(
-                    ep,
-                    io.iov_len as u64,
-                    Limit::MaxRma,
-                    Some(Limit::InjectRma),
-                    r.call,
-                )?;
-                let x = ep.xfer(r.call)?;
-                if let Some(res) = x.post_small(&Quick {
-                    dest: r.dest,
-                    write: Some((ri.addr, ri.key)),
-                    tagged: false,
-                    tag: 0,
-                    data: r.data,
-                    buf: io.iov_base,
-                    len: io.iov_len,
-                    flags,
-                    silent: true,
-                    context: r.context,
-                }) {
-                    return res.map(|()| 0).inspect_err(|e| {
-                        if *e != Error::AGAIN {
-                            crate::ox_log!(
-                                Warn,
-                                EpData,
-                                crate::prov::oxshm::NAME,
-                                "{}: {e}",
-                                r.call
-                            );
-                        }
-                    });
-                }
-            }
-        }
+        // An injected write of one buffer took the short path already
+        // ([`inject_one`]), which left this one here.
         let access = if r.read { Access::READ } else { Access::WRITE };
         // SAFETY: the caller's iov/desc arrays (fi_rma(3)).
         let mut local = Locals::new();
