@@ -945,15 +945,13 @@ impl Xfer {
     /// thread-local reads, each a call in a shared library) is read only
     /// where it decides: the other conditions hold.
     fn may_be_lone(&self, len: usize, cma: bool) -> bool {
-        let cheap = copy::cma_cheap();
-        let inflight = self.inflight.load(Ordering::Acquire);
         lone_send(
             len,
             cma,
-            cheap,
-            inflight,
-            lone_send(len, cma, cheap, inflight, true) && self.polled_since(false),
-        )
+            copy::cma_cheap(),
+            self.inflight.load(Ordering::Acquire),
+            true,
+        ) && self.polled_since(false)
     }
 
     /// [`lone_rma`] for a write or read of `len` bytes posted now; one
@@ -981,14 +979,12 @@ impl Xfer {
         if !LONE_RMA.contains(&len) {
             return false;
         }
-        let cheap = copy::cma_cheap();
-        let inflight = self.inflight.load(Ordering::Acquire);
         lone_rma(
             len,
-            cheap,
-            inflight,
-            lone_rma(len, cheap, inflight, true) && self.polled_since(false),
-        )
+            copy::cma_cheap(),
+            self.inflight.load(Ordering::Acquire),
+            true,
+        ) && self.polled_since(false)
     }
 
     /// Whether the application polled this endpoint's completions (or this
