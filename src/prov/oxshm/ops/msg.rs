@@ -476,12 +476,11 @@ pub(super) fn null_msg(call: &str) -> ssize_t {
 /// kind of call (`INJECT`: an inject call, no completion). Whatever the
 /// short path leaves (FI_DELIVERY_COMPLETE, a descriptor to check under
 /// FI_MR_LOCAL, a peer not met yet, a long message) goes through [`send`],
-/// which checks it all again. A declined call has sent nothing and
-/// completed nothing: [`Xfer::post_small`] declines before it writes a
-/// message, at most having flushed the batch or learnt the peer's address,
-/// which the general path would do anyway (and so a declined call pays
-/// for the short path's checks twice: a lone send, a peer's first
-/// message).
+/// which checks it all again without trying the short path a second time
+/// ([`Send::short`]). A declined call has sent nothing and completed
+/// nothing: [`Xfer::post_small`] declines before it writes a message, at
+/// most having flushed the batch or learnt the peer's address, which the
+/// general path would do anyway.
 #[allow(clippy::too_many_arguments)]
 #[inline(never)]
 fn send_one<const TAGGED: bool, const INJECT: bool>(

@@ -40,8 +40,8 @@ fn rma(e: *mut fid_ep, r: Rma<'_>) -> ssize_t {
         }
         // SAFETY: rma holds rma_count (1) entries (fi_rma(3)).
         let ri = unsafe { *r.rma };
-        // An injected write of one buffer took the short path already
-        // ([`inject_one`]), which left this one here.
+        // fi_inject_write and fi_inject_writedata come here only when their
+        // short path ([`inject_one`]) left the write to this one.
         let access = if r.read { Access::READ } else { Access::WRITE };
         // SAFETY: the caller's iov/desc arrays (fi_rma(3)).
         let mut local = Locals::new();
