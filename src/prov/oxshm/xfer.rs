@@ -957,34 +957,38 @@ impl Xfer {
     /// [`lone_rma`] for a write or read of `len` bytes posted now; one
     /// that may be lone notes the application's poll count.
     fn is_lone_rma(&self, len: usize) -> bool {
-        if !LONE_RMA.contains(&len) {
-            return false;
-        }
-        lone_rma(
-            len,
-            copy::cma_cheap(),
-            self.inflight.load(Ordering::Acquire),
-            self.polled_since(true),
-        )
+        self.lone_rma_now(len, true)
     }
 
     /// [`Xfer::is_lone_rma`] without noting anything, for the short path
-    /// to leave such a write to [`Xfer::post`]. As in
-    /// [`Xfer::may_be_lone`], the poll mark is read only where it decides
-    /// (an injected write of 4 KiB spent 22 instructions in
-    /// `__tls_get_addr` on it).
+    /// to leave such a write to [`Xfer::post`].
     #[inline]
     fn may_be_lone_rma(&self, len: usize) -> bool {
-        // The size first: the short path asks for every injected write.
+        self.lone_rma_now(len, false)
+    }
+
+    /// [`lone_rma`] now, the size first (the short path asks for every
+    /// injected write). With `note`, a transfer of a lone size becomes the
+    /// last ([`Xfer::polled_since`]) whatever the verdict. Without, the poll
+    /// mark is read only where it decides, as in [`Xfer::may_be_lone`] (an
+    /// injected write of 4 KiB spent 22 instructions in `__tls_get_addr`
+    /// on it).
+    #[inline]
+    fn lone_rma_now(&self, len: usize, note: bool) -> bool {
         if !LONE_RMA.contains(&len) {
             return false;
         }
-        lone_rma(
+        let others = lone_rma(
             len,
             copy::cma_cheap(),
             self.inflight.load(Ordering::Acquire),
             true,
-        ) && self.polled_since(false)
+        );
+        if note {
+            self.polled_since(true) && others
+        } else {
+            others && self.polled_since(false)
+        }
     }
 
     /// Whether the application polled this endpoint's completions (or this
